@@ -1,0 +1,49 @@
+// Package readpool is coopkv's unified read pool: a bounded set of workers
+// that run resumable tasks in short steps and pick the next ready task with
+// a pluggable Queue — a multilevel feedback queue by default, FIFO as the
+// baseline, or a priority queue for resource control.
+//
+// It knows nothing of Pebble or of the store above it; kv, scan and coproc
+// express their reads as Tasks.
+//
+// # Tasks
+//
+// A Task's Step does a bounded amount of work, asking
+// [StepContext.ShouldYield] before each unit, and reports [Ready], [Yield]
+// (back in the queue at once) or [Pending] (waiting for [Handle.Wake]).
+// Done is called exactly once when the task ends, with nil or the reason it
+// was ended early, and must release what the task holds.
+//
+// Each task's state is one atomic word (NOTIFIED, POLLING,
+// NOTIFIED-while-POLLING, IDLE, COMPLETED): a wake during a step is never
+// lost, a task is never stepped by two workers at once, and a wake after
+// completion is a no-op.
+//
+// # Workers and the Go scheduler
+//
+// Workers share Go's scheduler with the embedding program. A worker that has
+// run about a quarter of a time slice gives its P back with runtime.Gosched,
+// between steps and inside ShouldYield, so the program's own goroutines do
+// not wait for Go's 10 ms preemption. Idle workers park; an idle pool burns
+// no CPU.
+//
+// A caller that spawns with [SpawnOptions.Inline] runs the first step on its
+// own goroutine when a worker is parked and nothing is queued, borrowing
+// that worker's slot: no hand-off, nobody overtaken, and still at most
+// Workers steps at once.
+//
+// # Overload, cancellation, failures
+//
+// At MaxTasks queued and running tasks Spawn fails with [ErrBusy]; Pending
+// tasks do not count (tikv #18491). A task whose context is done is ended
+// without running; one cancelled while it runs ends at its next step
+// boundary. A panicking step ends its task with a [*PanicError]; the worker
+// lives on. A step that runs longer than LongStep is noticed, and temporary
+// extra workers (at most Workers at once) run the other tasks until it
+// returns.
+//
+// # Close
+//
+// [Pool.Close] ends every task still accepted — queued, waiting or yielding —
+// with [ErrClosed], waits for running steps, and leaves no goroutine behind.
+package readpool

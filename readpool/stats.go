@@ -1,0 +1,84 @@
+package readpool
+
+import (
+	"time"
+
+	"github.com/coopkv/coopkv/readpool/internal/hist"
+)
+
+// Stats is a JSON-encodable snapshot of a pool.
+type Stats struct {
+	Workers int `json:"workers"`
+	Busy    int `json:"busy"`   // slots running a step (inline steps included)
+	Parked  int `json:"parked"` // workers asleep with a free slot
+	Extra   int `json:"extra"`  // temporary workers standing in for stuck ones
+
+	Queued  int        `json:"queued"`
+	Pending int        `json:"pending"` // tasks waiting for a wake
+	Queue   QueueStats `json:"queue"`
+
+	Spawned      int64 `json:"spawned"`
+	Completed    int64 `json:"completed"`
+	Cancelled    int64 `json:"cancelled"`
+	Panicked     int64 `json:"panicked"`
+	RejectedBusy int64 `json:"rejected_busy"`
+	Inline       int64 `json:"inline"` // first steps run on the caller's goroutine
+
+	Steps     int64 `json:"steps"`
+	Yields    int64 `json:"yields"`
+	Pendings  int64 `json:"pendings"`
+	Wakes     int64 `json:"wakes"`
+	LongSteps int64 `json:"long_steps"`
+
+	QueueWait DurationSummary `json:"queue_wait"`
+	StepTime  DurationSummary `json:"step_time"`
+}
+
+// DurationSummary is a digest of a latency distribution.
+type DurationSummary struct {
+	Count uint64        `json:"count"`
+	P50   time.Duration `json:"p50_ns"`
+	P99   time.Duration `json:"p99_ns"`
+	Max   time.Duration `json:"max_ns"`
+}
+
+func summary(h *hist.Histogram) DurationSummary {
+	s := h.Summary()
+	return DurationSummary{Count: s.Count, P50: s.P50, P99: s.P99, Max: s.Max}
+}
+
+// Stats returns a snapshot. Counters are read one by one, so a snapshot
+// taken under load may be off by the tasks that moved while it was taken.
+func (p *Pool) Stats() Stats {
+	var agg workerStats
+	s := Stats{Workers: len(p.workers)}
+	for _, w := range p.workers {
+		agg.add(&w.stats)
+		if w.stepStart.Load() != 0 {
+			s.Busy++
+		}
+	}
+	p.mu.Lock()
+	agg.add(&p.retired)
+	s.Parked = len(p.parked)
+	s.Extra = p.extras
+	s.Queued = p.q.Len()
+	s.Pending = p.idleN
+	s.Queue = p.q.Stats()
+	s.Spawned = p.spawned
+	s.Inline = p.inline
+	p.mu.Unlock()
+
+	s.Completed = max(s.Spawned-p.live.Load(), 0)
+	s.Cancelled = p.cancelled.Load()
+	s.Panicked = p.panicked.Load()
+	s.RejectedBusy = p.rejected.Load()
+	s.Steps = agg.steps.Load()
+	s.Yields = agg.yields.Load()
+	s.Pendings = agg.pendings.Load()
+	s.Wakes = p.wakes.Load()
+	s.LongSteps = p.longSteps.Load()
+	s.QueueWait = summary(&agg.wait)
+	s.StepTime = summary(&agg.step)
+	return s
+}
