@@ -7,7 +7,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m,
+		// ants (a benchmark baseline) starts a default pool when its package
+		// is initialised, and that pool's goroutines live for the process.
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	)
 }
 
 // funcTask adapts functions to Task for tests.

@@ -100,6 +100,20 @@ func (q *MLFQ) active(i int) bool { return q.levels[i].n > 0 || q.running[i] > 0
 
 // Push implements Queue.
 func (q *MLFQ) Push(e *Entry, _ time.Duration) {
+	lv := q.admit(e)
+	q.levels[lv].push(e)
+}
+
+// Ran implements Queue: e ran at the level it would have been queued at.
+func (q *MLFQ) Ran(e *Entry, _ time.Duration) {
+	lv := q.admit(e)
+	e.runLevel = lv
+	q.running[lv]++
+}
+
+// admit assigns e its level, first bringing a level that returns from
+// idleness up to the others' virtual time.
+func (q *MLFQ) admit(e *Entry) int {
 	lv := q.LevelOf(e)
 	if !q.active(lv) {
 		// Returning from idleness: no credit for the time it had no work.
@@ -114,7 +128,7 @@ func (q *MLFQ) Push(e *Entry, _ time.Duration) {
 		}
 	}
 	e.Level = lv
-	q.levels[lv].push(e)
+	return lv
 }
 
 // Pop implements Queue: the non-empty level furthest behind its share.

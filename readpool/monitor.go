@@ -46,7 +46,7 @@ func (p *Pool) monitor() {
 
 func (p *Pool) anyRunning() bool {
 	for _, w := range p.workers {
-		if w.stepStart.Load() != 0 {
+		if w.own.stepStart.Load() != 0 || w.lent.stepStart.Load() != 0 {
 			return true
 		}
 	}
@@ -60,30 +60,8 @@ func (p *Pool) checkLongSteps() bool {
 	now := p.now()
 	running := false
 	for _, w := range p.workers {
-		s := w.stepStart.Load()
-		if v := w.longFor.Load(); v != 0 && v != s && w.longFor.CompareAndSwap(v, 0) {
-			p.stuck.Add(-1) // flagged a step that has since ended
-		}
-		if s == 0 {
-			continue
-		}
-		running = true
-		if now-time.Duration(s-1) < p.opts.LongStep || w.longFor.Load() == s {
-			continue
-		}
-		p.stuck.Add(1)
-		if !w.longFor.CompareAndSwap(0, s) {
-			p.stuck.Add(-1)
-			continue
-		}
-		if w.stepStart.Load() != s {
-			// It ended meanwhile; the worker may have missed the flag.
-			if w.longFor.CompareAndSwap(s, 0) {
-				p.stuck.Add(-1)
-			}
-			continue
-		}
-		p.longSteps.Add(1)
+		running = p.checkSlot(&w.own, now) || running
+		running = p.checkSlot(&w.lent, now) || running
 	}
 	if stuck := p.stuck.Load(); stuck > 0 {
 		p.mu.Lock()
@@ -96,4 +74,33 @@ func (p *Pool) checkLongSteps() bool {
 		p.mu.Unlock()
 	}
 	return running
+}
+
+// checkSlot flags s's step if it has run longer than LongStep and clears a
+// stale flag; it reports whether a step is running there.
+func (p *Pool) checkSlot(s *slot, now time.Duration) bool {
+	start := s.stepStart.Load()
+	if v := s.longFor.Load(); v != 0 && v != start && s.longFor.CompareAndSwap(v, 0) {
+		p.stuck.Add(-1) // flagged a step that has since ended
+	}
+	if start == 0 {
+		return false
+	}
+	if now-time.Duration(start-1) < p.opts.LongStep || s.longFor.Load() == start {
+		return true
+	}
+	p.stuck.Add(1)
+	if !s.longFor.CompareAndSwap(0, start) {
+		p.stuck.Add(-1)
+		return true
+	}
+	if s.stepStart.Load() != start {
+		// It ended meanwhile; its goroutine may have missed the flag.
+		if s.longFor.CompareAndSwap(start, 0) {
+			p.stuck.Add(-1)
+		}
+		return true
+	}
+	p.longSteps.Add(1)
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -127,31 +128,38 @@ type SpawnOptions struct {
 
 // Pool is a bounded pool of workers that step tasks chosen by its Queue.
 type Pool struct {
+	mu sync.Mutex
+	// queued mirrors q.Len() for lock-free readers (the inline fast path,
+	// spinning workers). It sits beside mu: it changes only under mu, so
+	// it rides the cache line the lock already brought.
+	queued atomic.Int64
+
+	// Under mu.
+	q           Queue
+	closed      bool
+	parked      []*worker // idle workers, LIFO (warm first); their slots may be lent
+	idleHead    Handle    // sentinel of the list of Pending tasks
+	idleN       int
+	extras      int
+	spawned     int64 // accepted tasks, but for those run inline (counted per slot)
+	active      int64 // queued + running tasks, against MaxTasks
+	live        int64 // accepted tasks whose Done has not returned (see Handle.tracked)
+	drainedDone bool
+	retired     workerStats
+
 	opts  Options
 	epoch time.Time
 	// goschedEvery is copied out of opts for the ShouldYield fast path.
 	goschedEvery time.Duration
 
-	mu       sync.Mutex
-	q        Queue
-	closed   bool
-	parked   []*worker // parked workers whose slot is free: LIFO, warm first
-	idleHead Handle    // sentinel of the list of Pending tasks
-	idleN    int
-	extras   int
-	spawned  int64 // accepted tasks
-	inline   int64 // first steps run on the caller's goroutine
-	retired  workerStats
-
 	closedFlag atomic.Bool  // mirrors closed for lock-free fast paths
-	active     atomic.Int64 // queued + running tasks, against MaxTasks
-	live       atomic.Int64 // accepted tasks whose Done has not returned
+	completed  atomic.Int64 // tasks ended off the workers' step path
 	rejected   atomic.Int64
 	cancelled  atomic.Int64
 	panicked   atomic.Int64
 	wakes      atomic.Int64
 	longSteps  atomic.Int64
-	stuck      atomic.Int64 // workers in a step longer than LongStep
+	stuck      atomic.Int64 // steps running longer than LongStep
 
 	workers       []*worker
 	wg            sync.WaitGroup // workers, extra workers, monitor
@@ -159,32 +167,48 @@ type Pool struct {
 	monitorParked atomic.Bool
 	monitorWake   chan struct{}
 	drained       chan struct{} // closed when live reaches 0 after Close
-	drainedOnce   sync.Once
 	closeDone     chan struct{}
 }
 
-// worker is one pool goroutine and its execution slot. A caller that runs a
-// first step inline borrows a parked worker's slot, and with it the
-// worker's StepContext and counters, which are then its alone.
-type worker struct {
-	wake        chan struct{} // capacity 1: a parked worker is woken by one send
+// slot is where a step runs: the StepContext, Gosched clock and counters of
+// whoever holds it. stepStart is the pool time the current step began, +1
+// (0 = idle), read by the monitor. longFor is the stepStart of a step the
+// monitor found stuck (0 = none): every successful set of it is matched by
+// one successful clear, Pool.stuck is raised before the set and lowered
+// after the clear, so stuck counts flagged steps and never goes below 0.
+type slot struct {
 	sc          StepContext
 	lastGosched time.Duration
-	extra       bool
+	stepStart   atomic.Int64
+	longFor     atomic.Int64
+	stats       workerStats
+	_           [64]byte // keep slots of different goroutines off one cache line
+}
 
-	// stepStart is the pool time the current step began, +1 (0 = idle);
-	// read by the monitor. longFor is the stepStart of a step the monitor
-	// found stuck (0 = none): every successful set of it is matched by one
-	// successful clear, and Pool.stuck is raised before the set and lowered
-	// after the clear, so stuck counts flagged steps and never goes below 0.
-	stepStart atomic.Int64
-	longFor   atomic.Int64
+// Lend states of a worker's execution slot.
+const (
+	lendAwake uint32 = iota // the worker runs, or is about to
+	lendFree                // the worker is idle; a caller may borrow its slot
+	lendLent                // the worker is idle and a caller runs a step in its place
+)
 
-	stats workerStats
+// worker is one pool goroutine. While it is idle its slot may be lent to a
+// caller that runs a first step inline (a CAS on lend, no lock), so there
+// are never more than Workers steps at once; the borrower then uses the
+// worker's second slot, lent, whose counters are the borrower's alone.
+type worker struct {
+	own    slot
+	lent   slot
+	lend   atomic.Uint32
+	wake   chan struct{} // capacity 1: whoever moves lend to lendAwake sends once
+	extra  bool
+	parked bool // in Pool.parked; under Pool.mu
 }
 
 type workerStats struct {
 	steps, yields, pendings atomic.Int64
+	inline                  atomic.Int64 // first steps run inline on this slot
+	completed               atomic.Int64 // tasks ended by a step on this slot
 	wait, step              hist.Histogram
 }
 
@@ -192,6 +216,8 @@ func (s *workerStats) add(o *workerStats) {
 	s.steps.Add(o.steps.Load())
 	s.yields.Add(o.yields.Load())
 	s.pendings.Add(o.pendings.Load())
+	s.inline.Add(o.inline.Load())
+	s.completed.Add(o.completed.Load())
 	s.wait.Merge(&o.wait)
 	s.step.Merge(&o.step)
 }
@@ -237,29 +263,45 @@ func (p *Pool) now() time.Duration { return time.Since(p.epoch) }
 // started and its Done is not called. Otherwise Done will be called exactly
 // once — at once, on this goroutine, when ctx is already done.
 func (p *Pool) Spawn(ctx context.Context, t Task, o SpawnOptions) (*Handle, error) {
+	return p.spawn(ctx, t, o, false)
+}
+
+// Go is Spawn for a task nobody needs a handle to — a Get, whose caller
+// waits for the task's Done. Its handle is recycled when the task ends,
+// unless the task took it (StepContext.Handle), e.g. to be woken.
+func (p *Pool) Go(ctx context.Context, t Task, o SpawnOptions) error {
+	_, err := p.spawn(ctx, t, o, true)
+	return err
+}
+
+var handlePool = sync.Pool{New: func() any { return new(Handle) }}
+
+func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, recycle bool) (*Handle, error) {
 	if p.closedFlag.Load() {
 		return nil, ErrClosed
 	}
-	if p.active.Add(1) > int64(p.opts.MaxTasks) {
-		p.active.Add(-1)
-		p.rejected.Add(1)
-		return nil, ErrBusy
+	if o.Inline && o.TaskID == 0 && p.queued.Load() == 0 {
+		if w := p.borrow(); w != nil {
+			return p.spawnInline(ctx, t, o, w, recycle)
+		}
 	}
-	h := &Handle{p: p, t: t, ctx: ctx}
-	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, h: h}
-	// live is raised before closed is checked under mu, so a Close that
-	// has not yet set closed will wait for this task.
-	p.live.Add(1)
+	h := p.newHandle(ctx, t, o, recycle)
+	h.tracked = true
 	now := p.now()
-	h.e.enqueued = now
-
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		p.active.Add(-1)
-		p.liveDone()
+		p.release(h)
 		return nil, ErrClosed
 	}
+	if p.active >= int64(p.opts.MaxTasks) {
+		p.mu.Unlock()
+		p.rejected.Add(1)
+		p.release(h)
+		return nil, ErrBusy
+	}
+	p.active++
+	p.live++
 	p.spawned++
 	if err := ctx.Err(); err != nil {
 		p.mu.Unlock()
@@ -267,101 +309,226 @@ func (p *Pool) Spawn(ctx context.Context, t Task, o SpawnOptions) (*Handle, erro
 		p.finish(h, err, true)
 		return h, nil
 	}
-	if o.Inline && len(p.parked) > 0 && p.q.Len() == 0 {
-		w := p.parked[len(p.parked)-1]
-		p.parked = p.parked[:len(p.parked)-1]
-		p.q.Push(&h.e, now)
-		p.q.Pop(now) // the queue was empty: this is h
-		h.state.Store(statePolling)
-		p.inline++
-		p.mu.Unlock()
-		p.step(w, h, now, false)
-		p.returnSlot(w)
-		return h, nil
-	}
 	h.state.Store(stateNotified)
-	p.q.Push(&h.e, now)
-	p.wakeOneLocked()
+	p.pushLocked(h, now)
 	p.mu.Unlock()
 	return h, nil
 }
 
-// wakeOneLocked hands a queued task's slot to a parked worker, if any.
-func (p *Pool) wakeOneLocked() {
-	if n := len(p.parked); n > 0 {
-		w := p.parked[n-1]
-		p.parked = p.parked[:n-1]
-		w.wake <- struct{}{}
+func (p *Pool) newHandle(ctx context.Context, t Task, o SpawnOptions, recycle bool) *Handle {
+	var h *Handle
+	if recycle {
+		h = handlePool.Get().(*Handle)
+	} else {
+		h = new(Handle)
 	}
+	h.p, h.t, h.ctx, h.recycle = p, t, ctx, recycle
+	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, h: h}
+	return h
 }
 
-// returnSlot gives a borrowed slot back: to its worker when there is work
-// (or the pool is closing, so the worker exits), else to the parked set.
-func (p *Pool) returnSlot(w *worker) {
+// release recycles h once its task has ended, if nobody else can hold it:
+// it came from Go and the task never took it. The last use of h by the
+// pool must come before.
+func (p *Pool) release(h *Handle) {
+	if !h.recycle || h.escaped {
+		return
+	}
+	*h = Handle{}
+	handlePool.Put(h)
+}
+
+// spawnInline runs t's first step on the caller's goroutine in w's slot.
+// A task that finishes in that step touches no shared lock or counter (the
+// queue does not see it either: it overtook nobody and took no time from
+// anyone waiting); one that yields or waits is adopted by the pool.
+func (p *Pool) spawnInline(ctx context.Context, t Task, o SpawnOptions, w *worker, recycle bool) (*Handle, error) {
+	if p.closedFlag.Load() { // Close may have missed our borrow: see giveBack
+		p.giveBack(w)
+		return nil, ErrClosed
+	}
+	h := p.newHandle(ctx, t, o, recycle)
+	s := &w.lent
+	s.stats.inline.Add(1)
+	if err := ctx.Err(); err != nil {
+		h.state.Store(stateCompleted)
+		p.finish(h, err, false)
+		p.giveBack(w)
+		return h, nil
+	}
+	h.state.Store(statePolling)
+	now := p.now()
+	h.e.enqueued = now
+	var st settlement
+	p.step(s, h, now, false, &st)
+	p.giveBack(w) // st is empty: an inline step leaves nothing to settle
+	return h, nil
+}
+
+// borrow lends the caller the slot of an idle worker, or returns nil.
+func (p *Pool) borrow() *worker {
+	n := len(p.workers)
+	start := int(rand.Uint32() % uint32(n)) // per-thread state: cheap, no lock
+	for i := range n {
+		w := p.workers[(start+i)%n]
+		if w.lend.Load() == lendFree && w.lend.CompareAndSwap(lendFree, lendLent) {
+			return w
+		}
+	}
+	return nil
+}
+
+// giveBack returns a borrowed slot. If work was queued meanwhile (a pusher
+// found the slot lent and woke nobody) or the pool is closing, the worker is
+// woken to take it. The store of lendFree before the load of queued here,
+// and the pusher's add to queued before its CAS of lend, make sure that one
+// of the two sees the other.
+func (p *Pool) giveBack(w *worker) {
+	w.lend.Store(lendFree)
+	if p.queued.Load() == 0 && !p.closedFlag.Load() {
+		return
+	}
 	p.mu.Lock()
-	if p.closed || p.q.Len() > 0 {
-		w.wake <- struct{}{}
-	} else {
-		p.parked = append(p.parked, w)
+	if w.parked && w.lend.CompareAndSwap(lendFree, lendAwake) {
+		p.unparkLocked(w)
 	}
 	p.mu.Unlock()
 }
 
-// work is a worker's loop: pop, step, cooperate with Go's scheduler, park
-// when there is nothing to do. An extra worker exits instead of parking, and
+// pushLocked queues a NOTIFIED task and wakes an idle worker whose slot is
+// not lent.
+func (p *Pool) pushLocked(h *Handle, now time.Duration) {
+	h.e.enqueued = now
+	p.q.Push(&h.e, now)
+	p.queued.Add(1)
+	for i := len(p.parked) - 1; i >= 0; i-- {
+		if w := p.parked[i]; w.lend.CompareAndSwap(lendFree, lendAwake) {
+			p.unparkLocked(w)
+			return
+		}
+	}
+}
+
+// unparkLocked takes w, which the caller has moved to lendAwake, off the
+// idle list and wakes it.
+func (p *Pool) unparkLocked(w *worker) {
+	p.removeParkedLocked(w)
+	w.wake <- struct{}{}
+}
+
+func (p *Pool) removeParkedLocked(w *worker) {
+	for i, pw := range p.parked {
+		if pw == w {
+			p.parked = append(p.parked[:i], p.parked[i+1:]...)
+			break
+		}
+	}
+	w.parked = false
+}
+
+// settlement is the bookkeeping of a step that completed its task on a
+// worker. The worker applies it under the lock it takes anyway for its next
+// pop, so a task costs each side one lock acquisition.
+type settlement struct {
+	e            *Entry
+	elapsed, now time.Duration
+}
+
+func (p *Pool) settleLocked(st *settlement) {
+	if st.e == nil {
+		return
+	}
+	p.q.Done(st.e, st.elapsed, st.now)
+	p.active--
+	p.liveDoneLocked()
+	p.release(st.e.h)
+	*st = settlement{}
+}
+
+// spinBeforePark is how many times an idle worker yields its P, watching
+// the queue, before it sleeps. A task spawned meanwhile costs no futex
+// sleep and wake-up; the worker's slot stays lendable while it spins.
+const spinBeforePark = 4
+
+// work is a worker's loop: pop, step, cooperate with Go's scheduler, idle
+// when there is nothing to do. An extra worker exits instead of idling, and
 // as soon as there are more extras than stuck steps.
 func (p *Pool) work(w *worker) {
 	defer p.wg.Done()
-	w.lastGosched = p.now()
+	s := &w.own
+	s.lastGosched = p.now()
+	var st settlement
+	now := s.lastGosched
 	for {
 		p.mu.Lock()
+		p.settleLocked(&st)
 		if w.extra && (p.closed || int64(p.extras) > p.stuck.Load()) {
 			p.retireLocked(w)
 			p.mu.Unlock()
 			return
 		}
-		h, now := p.popLocked()
-		for h == nil {
-			if w.extra {
-				p.retireLocked(w)
-			}
+		var h *Handle
+		h, now = p.popLocked(now)
+		if h == nil {
 			if p.closed || w.extra {
+				if w.extra {
+					p.retireLocked(w)
+				}
 				p.mu.Unlock()
 				return
 			}
+			w.lend.Store(lendFree)
+			w.parked = true
 			p.parked = append(p.parked, w)
 			p.mu.Unlock()
-			<-w.wake
-			w.lastGosched = p.now()
+			for i := 0; i < spinBeforePark && p.queued.Load() == 0 && !p.closedFlag.Load(); i++ {
+				runtime.Gosched()
+			}
 			p.mu.Lock()
-			h, now = p.popLocked()
+			if w.parked && (p.q.Len() > 0 || p.closed) && w.lend.CompareAndSwap(lendFree, lendAwake) {
+				// Work arrived and nobody woke us for it: take the slot back.
+				p.removeParkedLocked(w)
+				p.mu.Unlock()
+				now = p.now()
+				continue
+			}
+			// Sleep. Already woken: a token waits in w.wake. Idle or lent: a
+			// pusher, the borrower's giveBack or Close will wake us.
+			p.mu.Unlock()
+			<-w.wake
+			s.lastGosched = p.now()
+			now = s.lastGosched
+			continue
 		}
 		p.mu.Unlock()
-		end := p.step(w, h, now, true)
-		if end-w.lastGosched >= p.goschedEvery {
+		// The end of one step is the start of the next pop: one clock read
+		// per step, not two.
+		now = p.step(s, h, now, true, &st)
+		if now-s.lastGosched >= p.goschedEvery {
 			// Hand the P back before the next task: the program's other
 			// goroutines would otherwise wait for Go's 10 ms preemption.
 			runtime.Gosched()
-			w.lastGosched = p.now()
+			s.lastGosched = p.now()
+			now = s.lastGosched
 		}
 	}
 }
 
 func (p *Pool) retireLocked(w *worker) {
 	p.extras--
-	p.retired.add(&w.stats)
+	p.retired.add(&w.own.stats)
 }
 
 // popLocked pops the next task that should step, taking it to POLLING.
 // Tombstones (tasks completed while queued) are skipped; tasks whose context
 // is done or that were cancelled are completed without stepping.
-func (p *Pool) popLocked() (*Handle, time.Duration) {
+func (p *Pool) popLocked(now time.Duration) (*Handle, time.Duration) {
 	for {
-		now := p.now()
 		e := p.q.Pop(now)
 		if e == nil {
 			return nil, now
 		}
+		p.queued.Add(-1)
 		h := e.h
 		if !h.state.CompareAndSwap(stateNotified, statePolling) {
 			p.q.Done(e, 0, now) // a tombstone
@@ -371,17 +538,23 @@ func (p *Pool) popLocked() (*Handle, time.Duration) {
 			p.q.Done(e, 0, now)
 			h.state.Store(stateCompleted)
 			p.mu.Unlock()
-			p.finish(h, err, true)
+			p.completed.Add(1)
+			p.end(h, err)
 			p.mu.Lock()
+			p.active--
+			p.liveDoneLocked()
+			p.release(h)
+			now = p.now()
 			continue
 		}
 		return h, now
 	}
 }
 
-// step runs one step of h, which the caller holds in POLLING, on w's slot,
-// then files the task by its status. It returns the pool time at the end.
-func (p *Pool) step(w *worker, h *Handle, start time.Duration, gosched bool) time.Duration {
+// step runs one step of h, which the caller holds in POLLING, on slot w,
+// then files the task by its status. A task completed on a worker leaves
+// its bookkeeping in st. step returns the pool time at the end.
+func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool, st *settlement) time.Duration {
 	e := &h.e
 	wait := start - e.enqueued
 	sc := &w.sc
@@ -413,21 +586,70 @@ func (p *Pool) step(w *worker, h *Handle, start time.Duration, gosched bool) tim
 	}
 	sc.h, sc.w = nil, nil // the context is dead: drop references
 
-	if perr != nil {
-		p.completeAfterStep(h, elapsed, end, perr)
+	if perr != nil || status == Ready {
+		h.state.Store(stateCompleted)
+		w.stats.completed.Add(1)
+		p.end(h, perr)
+		if h.tracked {
+			*st = settlement{e: e, elapsed: elapsed, now: end}
+		} else {
+			// It finished in its inline first step: nothing to settle.
+			p.release(h)
+		}
 		return end
 	}
-	switch status {
-	case Ready:
-		p.completeAfterStep(h, elapsed, end, nil)
-	case Yield:
+	if status == Yield {
 		h.yields.Add(1)
 		w.stats.yields.Add(1)
-		p.requeueAfterStep(h, elapsed, end)
-	default: // Pending
+	} else {
 		h.pendings.Add(1)
 		w.stats.pendings.Add(1)
-		p.idleAfterStep(h, elapsed, end)
+		if h.stopCtx == nil && h.ctx.Done() != nil {
+			// Nobody else would notice a waiting task's context ending. The
+			// watch holds h, so h is no longer the pool's to recycle.
+			h.escaped = true
+			h.stopCtx = context.AfterFunc(h.ctx, func() { h.Cancel(h.ctx.Err()) })
+		}
+	}
+
+	p.mu.Lock()
+	if !h.tracked {
+		// An inline first step that wants to go on: adopt the task, and
+		// let the queue account that step as if it had popped it.
+		h.tracked = true
+		p.live++
+		p.active++
+		p.q.Ran(e, start)
+	}
+	err := h.stopReason()
+	if p.closed {
+		err = ErrClosed
+	}
+	switch {
+	case err != nil:
+		p.q.Done(e, elapsed, end)
+		h.state.Store(stateCompleted)
+		p.mu.Unlock()
+		p.finish(h, err, true)
+	case status == Yield:
+		h.state.Store(stateNotified)
+		// Push before Done, so that the MLFQ sees the task's level still
+		// busy and does not treat its return as a level back from idleness.
+		p.pushLocked(h, end)
+		p.q.Done(e, elapsed, end)
+		p.mu.Unlock()
+	default: // Pending
+		p.q.Done(e, elapsed, end)
+		p.insertIdleLocked(h)
+		if h.state.CompareAndSwap(statePolling, stateIdle) {
+			p.active--
+		} else {
+			// Woken during the step: straight back into the queue.
+			p.removeIdleLocked(h)
+			h.state.Store(stateNotified)
+			p.pushLocked(h, end)
+		}
+		p.mu.Unlock()
 	}
 	return end
 }
@@ -441,88 +663,21 @@ func callStep(t Task, sc *StepContext) (s Status, perr error) {
 	return t.Step(sc), nil
 }
 
-func (p *Pool) completeAfterStep(h *Handle, elapsed, now time.Duration, err error) {
-	p.mu.Lock()
-	p.q.Done(&h.e, elapsed, now)
-	p.mu.Unlock()
-	h.state.Store(stateCompleted)
-	p.finish(h, err, true)
-}
-
-func (p *Pool) requeueAfterStep(h *Handle, elapsed, now time.Duration) {
-	p.mu.Lock()
-	if err := p.stopAfterStepLocked(h); err != nil {
-		p.q.Done(&h.e, elapsed, now)
-		p.mu.Unlock()
-		h.state.Store(stateCompleted)
-		p.finish(h, err, true)
-		return
-	}
-	h.state.Store(stateNotified)
-	h.e.enqueued = now
-	// Push before Done, so that the MLFQ sees the task's level still busy
-	// and does not treat its return as a level coming back from idleness.
-	p.q.Push(&h.e, now)
-	p.q.Done(&h.e, elapsed, now)
-	p.mu.Unlock()
-}
-
-func (p *Pool) idleAfterStep(h *Handle, elapsed, now time.Duration) {
-	if h.stopCtx == nil && h.ctx.Done() != nil {
-		// Nobody else would notice a waiting task's context ending.
-		h.stopCtx = context.AfterFunc(h.ctx, func() { h.Cancel(h.ctx.Err()) })
-	}
-	p.mu.Lock()
-	if err := p.stopAfterStepLocked(h); err != nil {
-		p.q.Done(&h.e, elapsed, now)
-		p.mu.Unlock()
-		h.state.Store(stateCompleted)
-		p.finish(h, err, true)
-		return
-	}
-	p.q.Done(&h.e, elapsed, now)
-	p.insertIdleLocked(h)
-	if h.state.CompareAndSwap(statePolling, stateIdle) {
-		p.mu.Unlock()
-		p.active.Add(-1)
-		return
-	}
-	// Woken during the step: straight back into the queue.
-	p.removeIdleLocked(h)
-	h.state.Store(stateNotified)
-	h.e.enqueued = now
-	p.q.Push(&h.e, now)
-	p.wakeOneLocked()
-	p.mu.Unlock()
-}
-
-// stopAfterStepLocked is why a task that wants to go on must end instead.
-func (p *Pool) stopAfterStepLocked(h *Handle) error {
-	if p.closed {
-		return ErrClosed
-	}
-	return h.stopReason()
-}
-
-// requeue puts a woken task (now NOTIFIED) back in the queue.
+// requeue puts a woken task, which Wake moved to NOTIFIED, back in the queue.
 func (p *Pool) requeue(h *Handle) {
 	p.wakes.Add(1)
-	p.active.Add(1)
 	now := p.now()
 	p.mu.Lock()
 	p.removeIdleLocked(h)
+	p.active++ // a Cancel that wins the race below gives it back
 	if p.closed {
 		p.mu.Unlock()
 		if h.state.CompareAndSwap(stateNotified, stateCompleted) {
 			p.finish(h, ErrClosed, true)
-		} else {
-			p.active.Add(-1) // a Cancel completed it first
 		}
 		return
 	}
-	h.e.enqueued = now
-	p.q.Push(&h.e, now)
-	p.wakeOneLocked()
+	p.pushLocked(h, now)
 	p.mu.Unlock()
 }
 
@@ -546,18 +701,25 @@ func (p *Pool) removeIdleLocked(h *Handle) {
 	p.idleN--
 }
 
-func (p *Pool) unidle(h *Handle) {
-	p.mu.Lock()
-	p.removeIdleLocked(h)
-	p.mu.Unlock()
+// finish ends a task the caller has just moved to COMPLETED, off the
+// workers' hot path. counted says whether it held one of the MaxTasks
+// places (queued or running) rather than waiting idle.
+func (p *Pool) finish(h *Handle, err error, counted bool) {
+	p.completed.Add(1)
+	p.end(h, err)
+	if h.tracked {
+		p.mu.Lock()
+		if counted {
+			p.active--
+		}
+		p.liveDoneLocked()
+		p.mu.Unlock()
+	}
+	p.release(h)
 }
 
-// finish ends a task the caller has just moved to COMPLETED. counted says
-// whether it held one of the MaxTasks places (queued or running).
-func (p *Pool) finish(h *Handle, err error, counted bool) {
-	if counted {
-		p.active.Add(-1)
-	}
+// end calls the task's Done and counts how it ended.
+func (p *Pool) end(h *Handle, err error) {
 	if h.stopCtx != nil {
 		h.stopCtx()
 	}
@@ -571,7 +733,6 @@ func (p *Pool) finish(h *Handle, err error, counted bool) {
 		}
 	}
 	callDone(h.t, err, &p.panicked)
-	p.liveDone()
 }
 
 func callDone(t Task, err error, panicked *atomic.Int64) {
@@ -583,9 +744,15 @@ func callDone(t Task, err error, panicked *atomic.Int64) {
 	t.Done(err)
 }
 
-func (p *Pool) liveDone() {
-	if p.live.Add(-1) == 0 && p.closedFlag.Load() {
-		p.drainedOnce.Do(func() { close(p.drained) })
+func (p *Pool) liveDoneLocked() {
+	p.live--
+	p.maybeDrainedLocked()
+}
+
+func (p *Pool) maybeDrainedLocked() {
+	if p.live == 0 && p.closed && !p.drainedDone {
+		p.drainedDone = true
+		close(p.drained)
 	}
 }
 
@@ -606,6 +773,7 @@ func (p *Pool) Close() error {
 	now := p.now()
 	var queued, idle []*Handle
 	for e := p.q.Pop(now); e != nil; e = p.q.Pop(now) {
+		p.queued.Add(-1)
 		p.q.Done(e, 0, now)
 		if e.h.state.CompareAndSwap(stateNotified, stateCompleted) {
 			queued = append(queued, e.h)
@@ -619,10 +787,15 @@ func (p *Pool) Close() error {
 		}
 		h = next
 	}
-	for _, w := range p.parked {
-		w.wake <- struct{}{}
+	// Wake the idle workers so they exit; one whose slot is lent is woken
+	// by its borrower's giveBack, so the wait below also covers steps
+	// running inline.
+	for i := len(p.parked) - 1; i >= 0; i-- {
+		if w := p.parked[i]; w.lend.CompareAndSwap(lendFree, lendAwake) {
+			p.unparkLocked(w)
+		}
 	}
-	p.parked = nil
+	p.maybeDrainedLocked()
 	p.mu.Unlock()
 
 	for _, h := range queued {
@@ -633,10 +806,13 @@ func (p *Pool) Close() error {
 	}
 	close(p.quit)
 	p.wg.Wait()
-	if p.live.Load() == 0 {
-		p.drainedOnce.Do(func() { close(p.drained) })
-	}
 	<-p.drained
 	close(p.closeDone)
 	return nil
+}
+
+func (p *Pool) unidle(h *Handle) {
+	p.mu.Lock()
+	p.removeIdleLocked(h)
+	p.mu.Unlock()
 }

@@ -57,7 +57,7 @@ func TestNew_Defaults(t *testing.T) {
 }
 
 func TestSpawn_RunsToCompletionWithYields(t *testing.T) {
-	p := newPool(t, Options{Workers: 2, Budget: 4})
+	p := newPool(t, Options{Workers: 2, Budget: 4, TimeSlice: time.Hour}) // only the budget ends steps
 	var units atomic.Int64
 	task, done := doneTask(func(sc *StepContext) Status {
 		for !sc.ShouldYield() {
@@ -517,4 +517,38 @@ func TestPool_StatsJSON(t *testing.T) {
 		assert.Contains(t, back, k)
 	}
 	assert.Equal(t, "fifo", back["queue"].(map[string]any)["kind"])
+}
+
+func TestGo_RecyclesHandlesUnderLoad(t *testing.T) {
+	p := newPool(t, Options{Workers: 2, MaxTasks: 64})
+	var wg sync.WaitGroup
+	var ran, busy atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				var steps int
+				task := &funcTask{step: func(*StepContext) Status {
+					steps++
+					if steps < 1+i%3 {
+						return Yield
+					}
+					ran.Add(1)
+					return Ready
+				}}
+				done := make(chan struct{})
+				task.done = func(error) { close(done) }
+				if err := p.Go(context.Background(), task, SpawnOptions{Inline: i%2 == 0}); err != nil {
+					require.ErrorIs(t, err, ErrBusy)
+					busy.Add(1)
+					continue
+				}
+				<-done
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 8000, int(ran.Load()+busy.Load()))
+	st := p.Stats()
+	assert.EqualValues(t, ran.Load(), st.Completed)
+	assert.EqualValues(t, ran.Load(), st.Spawned)
 }

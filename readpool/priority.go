@@ -45,6 +45,9 @@ func (q *PriorityQueue) Pop(time.Duration) *Entry {
 	return heap.Pop(&q.h).(*Entry)
 }
 
+// Ran implements Queue.
+func (q *PriorityQueue) Ran(*Entry, time.Duration) {}
+
 // Done implements Queue.
 func (q *PriorityQueue) Done(_ *Entry, elapsed, _ time.Duration) {
 	q.steps++

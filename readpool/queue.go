@@ -11,9 +11,14 @@ import "time"
 // Pop when a worker wants the next one, and Done after each step of a
 // popped entry, with the time the step ran. Every popped entry gets exactly
 // one Done, also when the pool drops it without stepping (elapsed 0).
+//
+// A first step run inline on a caller's goroutine never passes through the
+// queue; if the task goes on, the pool calls Ran for that step, which
+// stands for a Push and Pop of e, and then Done as usual.
 type Queue interface {
 	Push(e *Entry, now time.Duration)
 	Pop(now time.Duration) *Entry
+	Ran(e *Entry, now time.Duration)
 	Done(e *Entry, elapsed, now time.Duration)
 	// Len is the number of entries queued (not those popped and running).
 	Len() int
@@ -113,6 +118,9 @@ func (q *FIFO) Push(e *Entry, _ time.Duration) { e.Level = 0; q.l.push(e) }
 
 // Pop implements Queue.
 func (q *FIFO) Pop(time.Duration) *Entry { return q.l.pop() }
+
+// Ran implements Queue.
+func (q *FIFO) Ran(*Entry, time.Duration) {}
 
 // Done implements Queue.
 func (q *FIFO) Done(_ *Entry, elapsed, _ time.Duration) {

@@ -245,3 +245,21 @@ func TestPriorityQueue_OrderAndFunc(t *testing.T) {
 	pq.Push(&Entry{Group: "b", Priority: 100}, 0)
 	assert.Equal(t, "b", pq.Pop(0).Group, "the func overrides the given priority")
 }
+
+func TestMLFQ_RanAccountsAnUnqueuedStep(t *testing.T) {
+	q := NewMLFQ(MLFQOptions{})
+	other := &Entry{}
+	q.Push(other, 0)
+	e := &Entry{TaskID: 7}
+	q.Ran(e, 0) // ran inline while other was queued: other stays queued
+	assert.Equal(t, 1, q.Len())
+	e.Elapsed += 6 * ms
+	q.Push(e, 6*ms)
+	q.Done(e, 6*ms, 6*ms)
+	assert.Equal(t, 1, q.LevelOf(&Entry{TaskID: 7}), "the inline step counted towards its id")
+	st := q.Stats()
+	assert.EqualValues(t, 1, st.Levels[0].Steps)
+	assert.Equal(t, 6*ms, st.Levels[0].Time)
+	assert.Same(t, other, q.Pop(0))
+	assert.Same(t, e, q.Pop(0))
+}

@@ -53,9 +53,11 @@ func (p *Pool) Stats() Stats {
 	var agg workerStats
 	s := Stats{Workers: len(p.workers)}
 	for _, w := range p.workers {
-		agg.add(&w.stats)
-		if w.stepStart.Load() != 0 {
-			s.Busy++
+		for _, sl := range []*slot{&w.own, &w.lent} {
+			agg.add(&sl.stats)
+			if sl.stepStart.Load() != 0 {
+				s.Busy++
+			}
 		}
 	}
 	p.mu.Lock()
@@ -66,10 +68,11 @@ func (p *Pool) Stats() Stats {
 	s.Pending = p.idleN
 	s.Queue = p.q.Stats()
 	s.Spawned = p.spawned
-	s.Inline = p.inline
 	p.mu.Unlock()
+	s.Inline = agg.inline.Load()
+	s.Spawned += s.Inline
 
-	s.Completed = max(s.Spawned-p.live.Load(), 0)
+	s.Completed = agg.completed.Load() + p.completed.Load()
 	s.Cancelled = p.cancelled.Load()
 	s.Panicked = p.panicked.Load()
 	s.RejectedBusy = p.rejected.Load()

@@ -86,6 +86,12 @@ type Handle struct {
 	// The pool's list of idle tasks, under Pool.mu, so Close can end them.
 	idlePrev, idleNext *Handle
 	inIdle             bool
+	// tracked: counted in Pool.live. False only while an inline first step
+	// runs; written by the stepping goroutine before any hand-over.
+	tracked bool
+	// recycle: spawned by Go, so the pool may reuse the handle once the
+	// task ends — unless escaped, set when the task took its handle.
+	recycle, escaped bool
 
 	steps, yields, pendings, wakes atomic.Int64
 	wait, exec                     atomic.Int64
@@ -191,7 +197,7 @@ func (h *Handle) stopReason() error {
 type StepContext struct {
 	h        *Handle
 	p        *Pool
-	w        *worker
+	w        *slot
 	start    time.Duration
 	deadline time.Duration
 	budget   int
@@ -206,7 +212,10 @@ func (sc *StepContext) Context() context.Context { return sc.h.ctx }
 
 // Handle returns the task's handle, e.g. to give its waker to a producer
 // before returning Pending.
-func (sc *StepContext) Handle() *Handle { return sc.h }
+func (sc *StepContext) Handle() *Handle {
+	sc.h.escaped = true
+	return sc.h
+}
 
 // ShouldYield is asked before each unit of work: true means the step has
 // used its time slice or its budget and should return Yield without doing
