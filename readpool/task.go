@@ -155,7 +155,8 @@ func (h *Handle) Cancel(err error) {
 	if err == nil {
 		err = context.Canceled
 	}
-	h.cancel.CompareAndSwap(nil, &err)
+	first := err // never written after it is published
+	h.cancel.CompareAndSwap(nil, &first)
 	err = *h.cancel.Load()
 	for {
 		switch h.state.Load() {

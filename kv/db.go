@@ -1,0 +1,319 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/coopkv/coopkv/readpool"
+)
+
+// DB is an open store. Its methods are safe for concurrent use.
+type DB struct {
+	opts  Options
+	pdb   *pebble.DB
+	pool  *readpool.Pool // nil with SchedulerDirect
+	cache *rowCache      // nil when RowCacheSize < 0
+	wopts *pebble.WriteOptions
+
+	// mu guards Pebble against Close: every call that reaches Pebble from
+	// the caller's goroutine holds it shared, and Close takes it exclusively
+	// before it closes Pebble — which panics on any call after its Close.
+	// Reads in the pool need no lock: Close ends the pool first.
+	mu     sync.RWMutex
+	closed bool
+
+	closers []io.Closer // closed after Pebble
+
+	// direct holds the open iterators of SchedulerDirect, which Close ends.
+	directMu sync.Mutex
+	direct   map[*Iterator]struct{}
+}
+
+// Open opens the store in dir, creating it if it does not exist. opts may be
+// nil. With opts.InMemory the store lives in memory and dir is a name only.
+func Open(dir string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	o.ensureDefaults()
+
+	po := &pebble.Options{Logger: pebbleLogger{o.Logger}}
+	var closers []io.Closer
+	if o.InMemory {
+		po.FS = vfs.NewMem()
+		if dir == "" {
+			dir = "coopkv"
+		}
+	} else {
+		if dir == "" {
+			return nil, errors.New("kv: open: empty directory name")
+		}
+		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+			return nil, fmt.Errorf("kv: open %s: not a directory", dir)
+		}
+		// Pebble adds disk-health checks to the default filesystem itself,
+		// but a failed Open then leaks the checker's goroutine: wrap it here
+		// and close it on every path.
+		var fsCloser io.Closer
+		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, func(info vfs.DiskSlowInfo) {
+			o.Logger.Warn("slow disk operation", "source", "pebble", "op", info.OpType.String(), "path", info.Path, "duration", info.Duration)
+		})
+		closers = append(closers, fsCloser)
+	}
+	// Pebble has no bloom filter unless asked: with one, a Get of a missing
+	// key skips the tables that cannot hold it.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].FilterType = pebble.TableFilter
+	}
+	// Pebble's default block cache is 8 MB; ours is CacheSize. Open takes
+	// its own reference, so ours is dropped once it has.
+	cache := pebble.NewCache(o.CacheSize)
+	defer cache.Unref()
+	po.Cache = cache
+
+	pdb, err := pebble.Open(dir, po)
+	if err != nil {
+		for _, c := range closers {
+			_ = c.Close()
+		}
+		return nil, fmt.Errorf("kv: open %s: %w", dir, err)
+	}
+	db := &DB{opts: o, pdb: pdb, wopts: pebble.Sync, direct: map[*Iterator]struct{}{}, closers: closers}
+	if o.NoSync {
+		db.wopts = pebble.NoSync
+	}
+	if o.RowCacheSize > 0 {
+		if db.cache, err = newRowCache(o.RowCacheSize); err != nil {
+			_ = pdb.Close()
+			return nil, fmt.Errorf("kv: open %s: row cache: %w", dir, err)
+		}
+	}
+	if o.Scheduler != SchedulerDirect {
+		q := readpool.Queue(readpool.NewMLFQ(readpool.MLFQOptions{}))
+		if o.Scheduler == SchedulerFIFO {
+			q = readpool.NewFIFO()
+		}
+		db.pool, err = readpool.New(readpool.Options{
+			Workers:   o.Workers,
+			MaxTasks:  o.MaxTasks,
+			TimeSlice: o.TimeSlice,
+			Queue:     q,
+		})
+		if err != nil {
+			db.closeStorage()
+			return nil, fmt.Errorf("kv: open %s: %w", dir, err)
+		}
+	}
+	return db, nil
+}
+
+// Options returns the options in force, defaults filled in.
+func (db *DB) Options() Options { return db.opts }
+
+// Close ends the store: new calls fail with ErrClosed, running scans end
+// (their Err says ErrClosed), running reads are waited for, and Pebble is
+// closed. No goroutine or Pebble iterator of the store outlives it. Close is
+// idempotent.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil
+	}
+	db.closed = true
+	db.mu.Unlock()
+
+	var errs []error
+	if db.pool != nil {
+		// Ends every read task, and with it every pooled scan's iterator.
+		errs = append(errs, db.pool.Close())
+	}
+	db.directMu.Lock()
+	for it := range db.direct {
+		it.endDirect(ErrClosed)
+	}
+	db.direct = nil
+	db.directMu.Unlock()
+
+	// Wait for calls that were already in Pebble when closed was set.
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	errs = append(errs, db.closeStorage())
+	return errors.Join(errs...)
+}
+
+func (db *DB) closeStorage() error {
+	if db.cache != nil {
+		db.cache.close()
+	}
+	err := db.pdb.Close()
+	for _, c := range db.closers {
+		_ = c.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("kv: close: %w", err)
+	}
+	return nil
+}
+
+// enter guards a call into Pebble from the caller's goroutine; leave with
+// db.mu.RUnlock.
+func (db *DB) enter() error {
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// Set stores value under key, on the caller's goroutine; synced unless
+// NoSync. The store keeps its own copy of both.
+func (db *DB) Set(key, value []byte) error {
+	if len(key) == 0 {
+		return ErrEmptyKey
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if err := db.pdb.Set(key, value, db.wopts); err != nil {
+		return fmt.Errorf("kv: set %q: %w", key, err)
+	}
+	db.invalidate(key)
+	return nil
+}
+
+// Delete removes key; deleting a missing key is not an error.
+func (db *DB) Delete(key []byte) error {
+	if len(key) == 0 {
+		return ErrEmptyKey
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if err := db.pdb.Delete(key, db.wopts); err != nil {
+		return fmt.Errorf("kv: delete %q: %w", key, err)
+	}
+	db.invalidate(key)
+	return nil
+}
+
+func (db *DB) invalidate(key []byte) {
+	if db.cache != nil {
+		db.cache.invalidate(key)
+	}
+}
+
+// Batch collects writes to apply atomically with DB.Apply. It is not safe
+// for concurrent use.
+type Batch struct {
+	ops []batchOp
+	err error
+}
+
+type batchOp struct {
+	key, value []byte
+	del        bool
+}
+
+// NewBatch returns an empty batch.
+func (db *DB) NewBatch() *Batch { return &Batch{} }
+
+// Set adds a write of value under key. The batch copies both.
+func (b *Batch) Set(key, value []byte) {
+	if len(key) == 0 {
+		b.err = ErrEmptyKey
+		return
+	}
+	b.ops = append(b.ops, batchOp{key: append([]byte(nil), key...), value: append([]byte(nil), value...)})
+}
+
+// Delete adds a deletion of key.
+func (b *Batch) Delete(key []byte) {
+	if len(key) == 0 {
+		b.err = ErrEmptyKey
+		return
+	}
+	b.ops = append(b.ops, batchOp{key: append([]byte(nil), key...), del: true})
+}
+
+// Len is the number of writes in the batch.
+func (b *Batch) Len() int { return len(b.ops) }
+
+// Apply commits b atomically: all of its writes or none. A batch that was
+// given an empty key fails with ErrEmptyKey and writes nothing. The batch
+// may be applied again or reused after.
+func (db *DB) Apply(b *Batch) error {
+	if b == nil {
+		return errors.New("kv: apply: nil batch")
+	}
+	if b.err != nil {
+		return b.err
+	}
+	if len(b.ops) == 0 {
+		return nil
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	pb := db.pdb.NewBatch()
+	defer pb.Close()
+	for _, op := range b.ops {
+		var err error
+		if op.del {
+			err = pb.Delete(op.key, nil)
+		} else {
+			err = pb.Set(op.key, op.value, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("kv: apply: %w", err)
+		}
+	}
+	if err := db.pdb.Apply(pb, db.wopts); err != nil {
+		return fmt.Errorf("kv: apply %d writes: %w", len(b.ops), err)
+	}
+	for _, op := range b.ops {
+		db.invalidate(op.key)
+	}
+	return nil
+}
+
+// Flush writes the memtables out to sstables, so reads that follow hit
+// tables (what a benchmark wants after loading).
+func (db *DB) Flush() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if err := db.pdb.Flush(); err != nil {
+		return fmt.Errorf("kv: flush: %w", err)
+	}
+	return nil
+}
+
+// poolErr turns the pool's errors into the store's.
+func poolErr(err error) error {
+	switch {
+	case errors.Is(err, readpool.ErrBusy):
+		return ErrBusy
+	case errors.Is(err, readpool.ErrClosed):
+		return ErrClosed
+	}
+	return err
+}

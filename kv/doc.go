@@ -1,0 +1,34 @@
+// Package kv is coopkv's store: an embedded key-value store on Pebble whose
+// reads run as resumable tasks in one bounded read pool. It is the only
+// package an embedding program needs.
+//
+// # Basics
+//
+// [Open] a store, write with [DB.Set], [DB.Delete] and [DB.Apply] (on the
+// caller's goroutine, synced unless [Options.NoSync]), read with [DB.Get]
+// and [DB.Scan], and [DB.Close] it. Every method is safe for concurrent use.
+//
+// # Reads in the pool
+//
+// A Get is a one-step task; a Scan is a task that yields between batches of
+// rows (32 growing to 1024) and streams them to its [Iterator] through a
+// buffer of two batches, so a scan's memory is bounded whatever its length.
+// The pool's multilevel feedback queue runs the tasks that have used little
+// time first, so short reads stay fast beside long scans. When the pool
+// holds MaxTasks reads, reads fail at once with [ErrBusy].
+//
+// # Consistency
+//
+// A Get never returns a value older than a write that completed before it
+// started — the row cache included. A Scan sees the store as of the Scan
+// call, across all its yields.
+//
+// # Caveats
+//
+//   - [Iterator.Key] and [Iterator.Value] are valid until the next call of
+//     [Iterator.Next]; copy what you keep. The value Get returns is yours.
+//   - Close iterators you do not read to the end: an open one holds a Pebble
+//     iterator (and with it the files it reads) until Close or DB.Close.
+//   - With NoSync a crash may lose the last writes that returned (those not
+//     yet synced to the WAL), never older ones, and never part of a batch.
+package kv

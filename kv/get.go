@@ -1,0 +1,114 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coopkv/coopkv/readpool"
+)
+
+// Get returns a copy of the value stored under key, which the caller owns,
+// or ErrNotFound. It runs as a one-step read-pool task; when a worker is
+// idle and nothing waits, that step runs on the caller's goroutine.
+func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if len(key) == 0 {
+		return nil, ErrEmptyKey
+	}
+	if db.pool == nil {
+		return db.getDirect(ctx, key)
+	}
+	t := getTasks.Get().(*getTask)
+	t.db, t.key = db, key
+	o := spawnOptions(ctx)
+	o.Inline = true
+	err := db.pool.Go(ctx, t, o)
+	if err == nil {
+		<-t.done
+		err = t.err
+	}
+	val := t.val
+	*t = getTask{done: t.done}
+	getTasks.Put(t)
+	if err != nil {
+		return nil, getErr(key, poolErr(err))
+	}
+	return val, nil
+}
+
+func (db *DB) getDirect(ctx context.Context, key []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	val, err := db.read(key)
+	return val, getErr(key, err)
+}
+
+func getErr(key []byte, err error) error {
+	var pe *readpool.PanicError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("kv: get %q: %w", key, err)
+	}
+	return err
+}
+
+// read looks key up in the row cache, then in Pebble.
+func (db *DB) read(key []byte) ([]byte, error) {
+	var gen uint64
+	if db.cache != nil {
+		val, ok, g := db.cache.get(key)
+		if ok {
+			return val, nil
+		}
+		gen = g
+	}
+	v, closer, err := db.pdb.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kv: get %q: %w", key, err)
+	}
+	// Pebble's value is valid only until closer is closed.
+	val := bytes.Clone(v)
+	if val == nil {
+		val = []byte{}
+	}
+	_ = closer.Close()
+	if db.cache != nil {
+		db.cache.put(key, val, gen)
+	}
+	return val, nil
+}
+
+// getTask is a Get as a read-pool task. Tasks and their done channels are
+// recycled, so a Get allocates only its result.
+type getTask struct {
+	db   *DB
+	key  []byte
+	val  []byte
+	err  error
+	done chan struct{}
+}
+
+var getTasks = sync.Pool{New: func() any { return &getTask{done: make(chan struct{}, 1)} }}
+
+func (t *getTask) Step(*readpool.StepContext) readpool.Status {
+	t.val, t.err = t.db.read(t.key)
+	return readpool.Ready
+}
+
+func (t *getTask) Done(err error) {
+	if err != nil {
+		t.err = err
+	}
+	t.done <- struct{}{}
+}

@@ -1,0 +1,112 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+)
+
+// Scheduler names how reads are scheduled.
+type Scheduler string
+
+// The schedulers.
+const (
+	SchedulerMLFQ     Scheduler = "mlfq"     // default when ResourceControl is false
+	SchedulerFIFO     Scheduler = "fifo"     // baseline, for comparison
+	SchedulerPriority Scheduler = "priority" // implied by ResourceControl
+	SchedulerDirect   Scheduler = "direct"   // no pool: reads run on the caller's goroutine (baseline)
+)
+
+// Options configures a store. A nil *Options, and every zero field, means
+// the documented default.
+type Options struct {
+	// InMemory keeps the store in Pebble's in-memory filesystem; dir is
+	// then only a name. Nothing survives Close.
+	InMemory bool
+	// CacheSize is Pebble's block cache in bytes; 0 = 64 MiB.
+	CacheSize int64
+	// RowCacheSize is the value cache in front of Get, in bytes; 0 =
+	// 32 MiB; < 0 turns it off.
+	RowCacheSize int64
+	// NoSync makes writes return before they are fsynced: a crash may lose
+	// the writes of the last moments (the WAL not yet synced), never older
+	// ones, and never tears a batch.
+	NoSync bool
+	// Workers is the number of read-pool workers; 0 = runtime.GOMAXPROCS(0).
+	Workers int
+	// MaxTasks is how many reads may be queued or running before reads
+	// fail with ErrBusy; 0 = Workers × 2000.
+	MaxTasks int
+	// TimeSlice is how long a read runs before it yields; 0 = 1 ms.
+	TimeSlice time.Duration
+	// ResourceControl schedules reads by resource group (not yet
+	// available: Open reports an error when it is set).
+	ResourceControl bool
+	// Scheduler is "" (mlfq, or priority with ResourceControl), mlfq,
+	// fifo or direct.
+	Scheduler Scheduler
+	// Logger receives Pebble's log lines; nil = discard.
+	Logger *slog.Logger
+}
+
+const (
+	defaultCacheSize    = 64 << 20
+	defaultRowCacheSize = 32 << 20
+)
+
+func (o *Options) ensureDefaults() {
+	if o.CacheSize == 0 {
+		o.CacheSize = defaultCacheSize
+	}
+	if o.RowCacheSize == 0 {
+		o.RowCacheSize = defaultRowCacheSize
+	}
+	if o.Workers == 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.MaxTasks == 0 {
+		o.MaxTasks = o.Workers * 2000
+	}
+	if o.TimeSlice == 0 {
+		o.TimeSlice = time.Millisecond
+	}
+	if o.Scheduler == "" {
+		o.Scheduler = SchedulerMLFQ
+		if o.ResourceControl {
+			o.Scheduler = SchedulerPriority
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// validate reports every problem at once.
+func (o *Options) validate() error {
+	var errs []error
+	if o.CacheSize < 0 {
+		errs = append(errs, fmt.Errorf("kv: CacheSize %d is negative", o.CacheSize))
+	}
+	if o.Workers < 0 {
+		errs = append(errs, fmt.Errorf("kv: Workers %d is negative", o.Workers))
+	}
+	if o.MaxTasks < 0 {
+		errs = append(errs, fmt.Errorf("kv: MaxTasks %d is negative", o.MaxTasks))
+	}
+	if o.TimeSlice < 0 {
+		errs = append(errs, fmt.Errorf("kv: TimeSlice %v is negative", o.TimeSlice))
+	}
+	switch o.Scheduler {
+	case "", SchedulerMLFQ, SchedulerFIFO, SchedulerDirect:
+	case SchedulerPriority:
+		errs = append(errs, fmt.Errorf("kv: scheduler %q needs resource control, which this version does not have yet", o.Scheduler))
+	default:
+		errs = append(errs, fmt.Errorf("kv: unknown scheduler %q (want %s, %s or %s)", o.Scheduler, SchedulerMLFQ, SchedulerFIFO, SchedulerDirect))
+	}
+	if o.ResourceControl && o.Scheduler != SchedulerPriority {
+		errs = append(errs, errors.New("kv: resource control (Options.ResourceControl) is not available in this version"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,78 @@
+package kv
+
+import (
+	"github.com/coopkv/coopkv/readpool"
+)
+
+// Stats is a JSON-encodable snapshot of a store.
+type Stats struct {
+	Scheduler Scheduler       `json:"scheduler"`
+	Closed    bool            `json:"closed"`
+	Pool      *readpool.Stats `json:"pool,omitempty"` // nil with SchedulerDirect
+	RowCache  RowCacheStats   `json:"row_cache"`
+	Storage   StorageStats    `json:"storage"`
+}
+
+// RowCacheStats describes the value cache in front of Get.
+type RowCacheStats struct {
+	Enabled   bool    `json:"enabled"`
+	Hits      int64   `json:"hits"`
+	Misses    int64   `json:"misses"` // stale entries (older than a write) count as misses
+	Evictions int64   `json:"evictions"`
+	HitRate   float64 `json:"hit_rate"`
+}
+
+// StorageStats is a short summary of Pebble's state.
+type StorageStats struct {
+	Levels            []LevelStats `json:"levels"`
+	DiskBytes         uint64       `json:"disk_bytes"`
+	MemtableBytes     uint64       `json:"memtable_bytes"`
+	BlockCacheBytes   int64        `json:"block_cache_bytes"`
+	BlockCacheHits    int64        `json:"block_cache_hits"`
+	BlockCacheMisses  int64        `json:"block_cache_misses"`
+	BlockCacheHitRate float64      `json:"block_cache_hit_rate"`
+}
+
+// LevelStats describes one level of the LSM tree.
+type LevelStats struct {
+	Level  int   `json:"level"`
+	Tables int64 `json:"tables"`
+	Bytes  int64 `json:"bytes"`
+}
+
+// Stats returns a snapshot. After Close only the scheduler and the final
+// pool figures are filled in.
+func (db *DB) Stats() Stats {
+	s := Stats{Scheduler: db.opts.Scheduler}
+	if db.pool != nil {
+		ps := db.pool.Stats()
+		s.Pool = &ps
+	}
+	if c := db.cache; c != nil {
+		s.RowCache = RowCacheStats{Enabled: true, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load()}
+		s.RowCache.HitRate = rate(s.RowCache.Hits, s.RowCache.Misses)
+	}
+	if err := db.enter(); err != nil {
+		s.Closed = true
+		return s
+	}
+	defer db.mu.RUnlock()
+	m := db.pdb.Metrics()
+	for i, l := range m.Levels {
+		s.Storage.Levels = append(s.Storage.Levels, LevelStats{Level: i, Tables: l.TablesCount, Bytes: l.TablesSize})
+	}
+	s.Storage.DiskBytes = m.DiskSpaceUsage()
+	s.Storage.MemtableBytes = m.MemTable.Size
+	s.Storage.BlockCacheBytes = m.BlockCache.Size
+	s.Storage.BlockCacheHits = m.BlockCache.Hits
+	s.Storage.BlockCacheMisses = m.BlockCache.Misses
+	s.Storage.BlockCacheHitRate = rate(m.BlockCache.Hits, m.BlockCache.Misses)
+	return s
+}
+
+func rate(hits, misses int64) float64 {
+	if hits+misses == 0 {
+		return 0
+	}
+	return float64(hits) / float64(hits+misses)
+}

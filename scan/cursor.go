@@ -1,0 +1,142 @@
+package scan
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Batch sizes, in rows, and the byte cap of one batch.
+const (
+	MinBatchRows  = 32
+	MaxBatchRows  = 1024
+	MaxBatchBytes = 1 << 20
+)
+
+// ErrInvalidRange is returned for a range whose start is after its end.
+var ErrInvalidRange = errors.New("scan: invalid range: start > end")
+
+// Spec says what a scan reads: keys in [Start, End) — nil Start is the first
+// key, nil End is past the last — in ascending order or, with Reverse,
+// descending; at most Limit rows (0 = no limit); without values if KeysOnly.
+type Spec struct {
+	Start, End []byte
+	Limit      int
+	Reverse    bool
+	KeysOnly   bool
+}
+
+// Validate reports a range that cannot be scanned.
+func (s *Spec) Validate() error {
+	if s.Start != nil && s.End != nil && bytes.Compare(s.Start, s.End) > 0 {
+		return fmt.Errorf("%w: [%q, %q)", ErrInvalidRange, s.Start, s.End)
+	}
+	if s.Limit < 0 {
+		return fmt.Errorf("scan: negative limit %d", s.Limit)
+	}
+	return nil
+}
+
+// Reader opens Pebble iterators: a *pebble.DB or a *pebble.Snapshot.
+type Reader interface {
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+// Cursor reads a Spec from one Pebble iterator, a batch at a time. It is
+// not safe for concurrent use; a Task steps it from one goroutine at a time.
+type Cursor struct {
+	it      *pebble.Iterator
+	spec    Spec
+	started bool
+	done    bool
+	emitted int
+	rows    int // the next batch's target size
+}
+
+// NewCursor opens an iterator on r for spec. The iterator pins the state of
+// the store at this call: the cursor never sees a later write.
+func NewCursor(r Reader, spec Spec) (*Cursor, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: spec.Start, UpperBound: spec.End})
+	if err != nil {
+		return nil, fmt.Errorf("scan: open iterator: %w", err)
+	}
+	return &Cursor{it: it, spec: spec, rows: MinBatchRows}, nil
+}
+
+// Done reports whether the cursor has produced its last row.
+func (c *Cursor) Done() bool { return c.done }
+
+// BatchRows is the size, in rows, the next batch will aim at.
+func (c *Cursor) BatchRows() int { return c.rows }
+
+// Fill resets b and fills it with the next rows, up to the current batch
+// size or MaxBatchBytes (at least one row), and doubles the batch size for
+// the next call. It returns the rows and bytes read. Between calls the
+// iterator rests on the last row emitted; the next call moves past it.
+func (c *Cursor) Fill(b *Batch) (rows, bytes int64, err error) {
+	b.reset()
+	if c.done {
+		return 0, 0, nil
+	}
+	want := c.rows
+	if c.spec.Limit > 0 {
+		want = min(want, c.spec.Limit-c.emitted)
+	}
+	var valid bool
+	switch {
+	case !c.started:
+		c.started = true
+		if c.spec.Reverse {
+			valid = c.it.Last()
+		} else {
+			valid = c.it.First()
+		}
+	default:
+		valid = c.advance()
+	}
+	for valid {
+		var v []byte
+		if !c.spec.KeysOnly {
+			if v, err = c.it.ValueAndErr(); err != nil {
+				return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("scan: read value of %q: %w", c.it.Key(), err)
+			}
+		}
+		b.add(c.it.Key(), v)
+		if b.Len() >= want || b.Bytes() >= MaxBatchBytes {
+			break
+		}
+		valid = c.advance()
+	}
+	if err := c.it.Error(); err != nil {
+		return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("scan: iterate: %w", err)
+	}
+	c.emitted += b.Len()
+	if !valid || (c.spec.Limit > 0 && c.emitted >= c.spec.Limit) {
+		c.done = true
+	}
+	c.rows = min(c.rows*2, MaxBatchRows)
+	return int64(b.Len()), int64(b.Bytes()), nil
+}
+
+func (c *Cursor) advance() bool {
+	if c.spec.Reverse {
+		return c.it.Prev()
+	}
+	return c.it.Next()
+}
+
+// Close closes the iterator. Idempotent.
+func (c *Cursor) Close() error {
+	if c.it == nil {
+		return nil
+	}
+	err := c.it.Close()
+	c.it = nil
+	c.done = true
+	return err
+}

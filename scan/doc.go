@@ -1,0 +1,27 @@
+// Package scan turns a Pebble iterator into a resumable read-pool task: each
+// step fills batches of rows into contiguous buffers, asks the pool whether
+// to yield before every batch, and hands the batches to the consumer through
+// a bounded buffer.
+//
+// # Batches
+//
+// A [Cursor] fills a [Batch] with up to its current batch size of rows, in
+// one buffer per batch (two allocations per batch at most, none once the
+// batch is reused). The batch size grows 32 → 64 → … → 1024 rows within a
+// scan, as TiKV's coprocessor does, so short scans stay cheap and long ones
+// amortise the per-batch cost; a batch also stops at MaxBatchBytes, so one
+// batch of huge values cannot take unbounded memory.
+//
+// # Reserve before produce
+//
+// A [Task] takes a free slot of its [Stream] before it reads the next batch
+// (DataFusion's reserve-before-poll): with none free it returns Pending and
+// the consumer's next read wakes it. A stream of N slots holds at most N
+// batches — filled, being filled, or being read — never N+1.
+//
+// # Consistency
+//
+// A task reads one Pebble iterator from its first step to its last, across
+// any number of yields, so a scan sees the store as of the moment its
+// iterator was opened and nothing written later.
+package scan

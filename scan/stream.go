@@ -1,0 +1,143 @@
+package scan
+
+import (
+	"sync"
+
+	"github.com/coopkv/coopkv/readpool"
+)
+
+// DefaultBuffer is the number of batches a Stream holds by default: one
+// being read while the next is filled.
+const DefaultBuffer = 2
+
+// Stream is the bounded buffer between a scan task and its consumer. It has
+// N slots; a batch holds one from the moment the task reserves it (before
+// reading) until the consumer moves past it. The consumer is one goroutine.
+type Stream struct {
+	mu          sync.Mutex
+	slots       int
+	held        int // reserved slots: filling, ready, or being read
+	maxHeld     int
+	ready       []*Batch
+	free        []*Batch
+	done        bool
+	err         error
+	taskWaiting *readpool.Handle // the task, parked for want of a slot
+	waiting     bool             // the consumer waits for a batch
+	notify      chan struct{}    // capacity 1
+	finished    chan struct{}    // closed when the task has ended
+}
+
+// NewStream returns a stream of n slots (DefaultBuffer when n <= 0).
+func NewStream(n int) *Stream {
+	if n <= 0 {
+		n = DefaultBuffer
+	}
+	return &Stream{slots: n, notify: make(chan struct{}, 1), finished: make(chan struct{})}
+}
+
+// StreamStats describes a stream's buffering.
+type StreamStats struct {
+	Slots   int `json:"slots"`
+	Held    int `json:"held"`     // batches held now
+	MaxHeld int `json:"max_held"` // the most ever held at once
+}
+
+// Stats returns the stream's buffering figures.
+func (s *Stream) Stats() StreamStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return StreamStats{Slots: s.slots, Held: s.held, MaxHeld: s.maxHeld}
+}
+
+// reserve takes a free slot and a batch for it, or, with none free, records
+// that the task waits and returns nil: the task then returns Pending, and
+// the consumer's release wakes it (a wake during the step is kept).
+func (s *Stream) reserve(sc *readpool.StepContext) *Batch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held >= s.slots {
+		s.taskWaiting = sc.Handle()
+		return nil
+	}
+	s.held++
+	s.maxHeld = max(s.maxHeld, s.held)
+	if n := len(s.free); n > 0 {
+		b := s.free[n-1]
+		s.free = s.free[:n-1]
+		return b
+	}
+	return new(Batch)
+}
+
+// unreserve gives back a slot that produced nothing.
+func (s *Stream) unreserve(b *Batch) {
+	s.mu.Lock()
+	s.held--
+	s.free = append(s.free, b)
+	s.mu.Unlock()
+}
+
+// publish hands a filled batch to the consumer.
+func (s *Stream) publish(b *Batch) {
+	s.mu.Lock()
+	s.ready = append(s.ready, b)
+	wake := s.waiting
+	s.waiting = false
+	s.mu.Unlock()
+	if wake {
+		s.signal()
+	}
+}
+
+func (s *Stream) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// finish records the end of the task; err is nil for a complete scan.
+func (s *Stream) finish(err error) {
+	s.mu.Lock()
+	s.done = true
+	s.err = err
+	s.waiting = false
+	s.mu.Unlock()
+	close(s.finished)
+	s.signal()
+}
+
+// Next releases prev (the batch the consumer is done with; nil at first),
+// then returns the next batch, waiting for the task to produce it. At the
+// end it returns nil and the scan's error, nil for a complete scan.
+func (s *Stream) Next(prev *Batch) (*Batch, error) {
+	s.mu.Lock()
+	if prev != nil {
+		s.held--
+		s.free = append(s.free, prev)
+		if h := s.taskWaiting; h != nil {
+			s.taskWaiting = nil
+			s.mu.Unlock()
+			h.Wake()
+			s.mu.Lock()
+		}
+	}
+	for len(s.ready) == 0 && !s.done {
+		s.waiting = true
+		s.mu.Unlock()
+		<-s.notify // spurious wake-ups are fine: the loop looks again
+		s.mu.Lock()
+	}
+	defer s.mu.Unlock()
+	if len(s.ready) > 0 {
+		b := s.ready[0]
+		s.ready[0] = nil
+		s.ready = s.ready[1:]
+		return b, nil
+	}
+	return nil, s.err
+}
+
+// Finished is closed once the task has ended and released its iterator.
+func (s *Stream) Finished() <-chan struct{} { return s.finished }

@@ -1,0 +1,58 @@
+package scan
+
+import (
+	"github.com/coopkv/coopkv/readpool"
+)
+
+// Task is a scan as a read-pool task: it steps a Cursor and streams its
+// batches through a Stream.
+type Task struct {
+	c   *Cursor
+	s   *Stream
+	err error // a read error, delivered when the task ends
+}
+
+// NewTask returns a task that reads c into s. The task owns c: it closes it
+// when it ends, however it ends.
+func NewTask(c *Cursor, s *Stream) *Task { return &Task{c: c, s: s} }
+
+// Step implements readpool.Task: before each batch it asks whether to
+// yield, then reserves a slot, and only then reads.
+func (t *Task) Step(sc *readpool.StepContext) readpool.Status {
+	for {
+		if sc.ShouldYield() {
+			return readpool.Yield
+		}
+		b := t.s.reserve(sc)
+		if b == nil {
+			return readpool.Pending
+		}
+		rows, bytes, err := t.c.Fill(b)
+		sc.Charge(rows, bytes)
+		if err != nil {
+			t.s.unreserve(b)
+			t.err = err
+			return readpool.Ready
+		}
+		if b.Len() > 0 {
+			t.s.publish(b)
+		} else {
+			t.s.unreserve(b)
+		}
+		if t.c.Done() {
+			return readpool.Ready
+		}
+	}
+}
+
+// Done implements readpool.Task: it closes the iterator and ends the stream
+// with the scan's error, or with err when the pool ended the task early.
+func (t *Task) Done(err error) {
+	if cerr := t.c.Close(); cerr != nil && t.err == nil {
+		t.err = cerr
+	}
+	if err == nil {
+		err = t.err
+	}
+	t.s.finish(err)
+}
