@@ -1,5 +1,7 @@
 package scan
 
+import "slices"
+
 // Batch is a run of rows in one contiguous buffer. Keys and values returned
 // by Key and Value alias the buffer: they are valid until the batch is
 // reused (for a Stream consumer, until its next call of Stream.Next).
@@ -35,6 +37,12 @@ func (b *Batch) Value(i int) []byte {
 func (b *Batch) reset() {
 	b.buf = b.buf[:0]
 	b.ends = b.ends[:0]
+}
+
+// grow makes room for bytes of keys and values and for rows rows.
+func (b *Batch) grow(bytes, rows int) {
+	b.buf = slices.Grow(b.buf, bytes)
+	b.ends = slices.Grow(b.ends, 2*rows)
 }
 
 func (b *Batch) add(k, v []byte) {

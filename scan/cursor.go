@@ -53,6 +53,7 @@ type Cursor struct {
 	done    bool
 	emitted int
 	rows    int // the next batch's target size
+	avgRow  int // bytes per row in the last batch, to size the next
 }
 
 // NewCursor opens an iterator on r for spec. The iterator pins the state of
@@ -87,6 +88,11 @@ func (c *Cursor) Fill(b *Batch) (rows, bytes int64, err error) {
 	if c.spec.Limit > 0 {
 		want = min(want, c.spec.Limit-c.emitted)
 	}
+	// Size the buffer once from the last batch's rows, rather than let
+	// append double it (and copy it) its way up in every new batch.
+	if c.avgRow > 0 {
+		b.grow(min(want*c.avgRow, MaxBatchBytes+c.avgRow), want)
+	}
 	var valid bool
 	switch {
 	case !c.started:
@@ -116,6 +122,9 @@ func (c *Cursor) Fill(b *Batch) (rows, bytes int64, err error) {
 		return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("scan: iterate: %w", err)
 	}
 	c.emitted += b.Len()
+	if b.Len() > 0 {
+		c.avgRow = b.Bytes()/b.Len() + 1
+	}
 	if !valid || (c.spec.Limit > 0 && c.emitted >= c.spec.Limit) {
 		c.done = true
 	}

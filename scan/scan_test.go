@@ -1,0 +1,162 @@
+package scan
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/coopkv/coopkv/readpool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func openPebble(t *testing.T, n, valueSize int) *pebble.DB {
+	t.Helper()
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quiet{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	b := db.NewBatch()
+	for i := range n {
+		require.NoError(t, b.Set(fmt.Appendf(nil, "k%06d", i), make([]byte, valueSize), nil))
+	}
+	require.NoError(t, b.Commit(pebble.NoSync))
+	return db
+}
+
+type quiet struct{}
+
+func (quiet) Infof(string, ...any)  {}
+func (quiet) Errorf(string, ...any) {}
+func (quiet) Fatalf(f string, a ...any) {
+	panic(fmt.Sprintf(f, a...))
+}
+
+func TestCursor_BatchSizesGrow(t *testing.T) {
+	db := openPebble(t, 5000, 8)
+	c, err := NewCursor(db, Spec{})
+	require.NoError(t, err)
+	defer c.Close()
+	var sizes []int
+	var b Batch
+	total := 0
+	for !c.Done() {
+		rows, bytes, err := c.Fill(&b)
+		require.NoError(t, err)
+		assert.EqualValues(t, b.Len(), rows)
+		assert.EqualValues(t, b.Bytes(), bytes)
+		sizes = append(sizes, b.Len())
+		for i := range b.Len() {
+			require.Equal(t, fmt.Sprintf("k%06d", total+i), string(b.Key(i)))
+			require.Len(t, b.Value(i), 8)
+		}
+		total += b.Len()
+	}
+	assert.Equal(t, 5000, total)
+	assert.Equal(t, []int{32, 64, 128, 256, 512, 1024, 1024, 1024, 936}, sizes)
+}
+
+func TestCursor_ReverseLimitKeysOnlyBounds(t *testing.T) {
+	db := openPebble(t, 100, 8)
+	c, err := NewCursor(db, Spec{Start: []byte("k000010"), End: []byte("k000090"), Reverse: true, Limit: 45, KeysOnly: true})
+	require.NoError(t, err)
+	defer c.Close()
+	var keys []string
+	var b Batch
+	for !c.Done() {
+		_, _, err := c.Fill(&b)
+		require.NoError(t, err)
+		for i := range b.Len() {
+			keys = append(keys, string(b.Key(i)))
+			assert.Empty(t, b.Value(i))
+		}
+	}
+	require.Len(t, keys, 45)
+	assert.Equal(t, "k000089", keys[0])
+	assert.Equal(t, "k000045", keys[44])
+}
+
+func TestCursor_ByteCapBoundsABatch(t *testing.T) {
+	db := openPebble(t, 100, 100<<10) // 100 KiB values
+	c, err := NewCursor(db, Spec{})
+	require.NoError(t, err)
+	defer c.Close()
+	var b Batch
+	_, _, err = c.Fill(&b)
+	require.NoError(t, err)
+	assert.Equal(t, 11, b.Len(), "stops at the first row past 1 MiB, not at 32 rows")
+	assert.LessOrEqual(t, b.Bytes(), MaxBatchBytes+(100<<10)+16)
+}
+
+func TestSpec_Validate(t *testing.T) {
+	assert.ErrorIs(t, (&Spec{Start: []byte("b"), End: []byte("a")}).Validate(), ErrInvalidRange)
+	assert.Error(t, (&Spec{Limit: -1}).Validate())
+	assert.NoError(t, (&Spec{Start: []byte("a"), End: []byte("a")}).Validate(), "empty, not invalid")
+	assert.NoError(t, (&Spec{End: []byte("a")}).Validate())
+}
+
+func TestTask_ReservesBeforeProducing(t *testing.T) {
+	db := openPebble(t, 20000, 8)
+	p, err := readpool.New(readpool.Options{Workers: 1})
+	require.NoError(t, err)
+	defer p.Close()
+	c, err := NewCursor(db, Spec{})
+	require.NoError(t, err)
+	s := NewStream(2)
+	h, err := p.Spawn(context.Background(), NewTask(c, s), readpool.SpawnOptions{})
+	require.NoError(t, err)
+
+	b, err := s.Next(nil)
+	require.NoError(t, err)
+	require.Equal(t, 32, b.Len())
+	// Holding one batch, the task can fill one more and must then wait.
+	require.Eventually(t, func() bool { return h.Stats().Pendings > 0 }, 5e9, 1e6)
+	st := s.Stats()
+	assert.Equal(t, 2, st.Held)
+	assert.Equal(t, 2, st.MaxHeld)
+	assert.EqualValues(t, 32+64, h.Stats().Rows, "no batch was read without a slot")
+
+	rows := b.Len()
+	for {
+		b, err = s.Next(b)
+		require.NoError(t, err)
+		if b == nil {
+			break
+		}
+		rows += b.Len()
+	}
+	assert.Equal(t, 20000, rows)
+	<-s.Finished()
+	assert.Equal(t, 2, s.Stats().MaxHeld)
+}
+
+func TestTask_CancelClosesIterator(t *testing.T) {
+	db := openPebble(t, 20000, 8)
+	p, err := readpool.New(readpool.Options{Workers: 1})
+	require.NoError(t, err)
+	defer p.Close()
+	c, err := NewCursor(db, Spec{})
+	require.NoError(t, err)
+	s := NewStream(2)
+	h, err := p.Spawn(context.Background(), NewTask(c, s), readpool.SpawnOptions{})
+	require.NoError(t, err)
+	_, err = s.Next(nil)
+	require.NoError(t, err)
+	myErr := fmt.Errorf("stop")
+	h.Cancel(myErr)
+	<-s.Finished()
+	assert.True(t, c.Done())
+	assert.Nil(t, c.it, "the Pebble iterator is closed (db.Close would report a leak)")
+	for {
+		b, err := s.Next(nil)
+		if b == nil {
+			assert.ErrorIs(t, err, myErr)
+			break
+		}
+	}
+}
