@@ -184,7 +184,7 @@ func TestScan_DBCloseMidScan(t *testing.T) {
 func TestGet_CacheCoherenceUnderConcurrentWrites(t *testing.T) {
 	// A small cache keeps evictions and re-inserts going too.
 	db := openTest(t, "", &Options{InMemory: true, NoSync: true, RowCacheSize: 64 << 10})
-	const keys, writes, readers = 4, 3000, 4
+	const keys, writes, readers = 2, 20000, 4
 	var completed [keys]atomic.Uint64 // the last sequence whose Set returned
 	enc := func(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 	for k := range keys {
