@@ -48,15 +48,69 @@ func (o *MLFQOptions) ensureDefaults() {
 // than the others (yatp PR #35). A level that becomes active after being
 // idle starts at the smallest virtual time among the active levels, so it
 // cannot bank credit while it had nothing to run.
+//
+// Within level 0 the task whose identity has run least goes first (ties in
+// arrival order): a fresh Get is not queued behind a scan that has already
+// run 3 ms but has not yet sunk to level 1, so a short read waits for one
+// step, not for the young scans ahead of it. Levels 1 and 2 are FIFO.
 type MLFQ struct {
 	opts     MLFQOptions
-	levels   [3]list
-	running  [3]int // popped entries whose step has not been Done
+	top      lasHeap // level 0, least attained service first
+	levels   [3]list // levels 1 and 2 (levels[0] is unused)
+	running  [3]int  // popped entries whose step has not been Done
 	vtime    [3]float64
 	steps    [3]int64
 	time     [3]time.Duration
 	cur, old map[uint64]time.Duration
 	lastSwap time.Duration
+	seq      uint64
+}
+
+// lasHeap is a binary min-heap of entries by (attained, seq), typed to
+// spare the hot path container/heap's interface calls.
+type lasHeap struct{ es []*Entry }
+
+func lasLess(a, b *Entry) bool {
+	if a.attained != b.attained {
+		return a.attained < b.attained
+	}
+	return a.seq < b.seq
+}
+
+func (h *lasHeap) push(e *Entry) {
+	h.es = append(h.es, e)
+	i := len(h.es) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !lasLess(h.es[i], h.es[parent]) {
+			break
+		}
+		h.es[i], h.es[parent] = h.es[parent], h.es[i]
+		i = parent
+	}
+}
+
+func (h *lasHeap) pop() *Entry {
+	n := len(h.es) - 1
+	top := h.es[0]
+	h.es[0] = h.es[n]
+	h.es[n] = nil
+	h.es = h.es[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && lasLess(h.es[l], h.es[m]) {
+			m = l
+		}
+		if r < n && lasLess(h.es[r], h.es[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h.es[i], h.es[m] = h.es[m], h.es[i]
+		i = m
+	}
+	return top
 }
 
 // NewMLFQ returns an empty MLFQ with the given options.
@@ -96,11 +150,25 @@ func (q *MLFQ) LevelOf(e *Entry) int {
 	}
 }
 
-func (q *MLFQ) active(i int) bool { return q.levels[i].n > 0 || q.running[i] > 0 }
+func (q *MLFQ) queued(i int) int {
+	if i == 0 {
+		return len(q.top.es)
+	}
+	return q.levels[i].n
+}
+
+func (q *MLFQ) active(i int) bool { return q.queued(i) > 0 || q.running[i] > 0 }
 
 // Push implements Queue.
 func (q *MLFQ) Push(e *Entry, _ time.Duration) {
 	lv := q.admit(e)
+	if lv == 0 {
+		q.seq++
+		e.seq = q.seq
+		e.attained = q.elapsed(e)
+		q.top.push(e)
+		return
+	}
 	q.levels[lv].push(e)
 }
 
@@ -135,14 +203,19 @@ func (q *MLFQ) admit(e *Entry) int {
 func (q *MLFQ) Pop(time.Duration) *Entry {
 	best := -1
 	for i := range q.levels {
-		if q.levels[i].n > 0 && (best < 0 || q.vtime[i] < q.vtime[best]) {
+		if q.queued(i) > 0 && (best < 0 || q.vtime[i] < q.vtime[best]) {
 			best = i
 		}
 	}
 	if best < 0 {
 		return nil
 	}
-	e := q.levels[best].pop()
+	var e *Entry
+	if best == 0 {
+		e = q.top.pop()
+	} else {
+		e = q.levels[best].pop()
+	}
 	e.runLevel = best
 	q.running[best]++
 	return e
@@ -190,7 +263,7 @@ func (q *MLFQ) TrackedIDs() int {
 }
 
 // Len implements Queue.
-func (q *MLFQ) Len() int { return q.levels[0].n + q.levels[1].n + q.levels[2].n }
+func (q *MLFQ) Len() int { return len(q.top.es) + q.levels[1].n + q.levels[2].n }
 
 // Stats implements Queue.
 func (q *MLFQ) Stats() QueueStats {
@@ -198,7 +271,7 @@ func (q *MLFQ) Stats() QueueStats {
 	var total time.Duration
 	var activeShare float64
 	for i := range q.levels {
-		s.Levels[i] = LevelStats{Queued: q.levels[i].n, Steps: q.steps[i], Time: q.time[i]}
+		s.Levels[i] = LevelStats{Queued: q.queued(i), Steps: q.steps[i], Time: q.time[i]}
 		total += q.time[i]
 		if q.active(i) {
 			activeShare += q.opts.Shares[i]

@@ -133,6 +133,9 @@ type Pool struct {
 	// spinning workers). It sits beside mu: it changes only under mu, so
 	// it rides the cache line the lock already brought.
 	queued atomic.Int64
+	// urgent counts the queued entries on level 0, for ShouldYield: a step
+	// of a lower level yields at its next unit when one is waiting.
+	urgent atomic.Int64
 
 	// Under mu.
 	q           Queue
@@ -159,6 +162,7 @@ type Pool struct {
 	panicked   atomic.Int64
 	wakes      atomic.Int64
 	longSteps  atomic.Int64
+	preempted  atomic.Int64 // steps cut short for level-0 work
 	stuck      atomic.Int64 // steps running longer than LongStep
 
 	workers       []*worker
@@ -401,6 +405,9 @@ func (p *Pool) pushLocked(h *Handle, now time.Duration) {
 	h.e.enqueued = now
 	p.q.Push(&h.e, now)
 	p.queued.Add(1)
+	if h.e.Level == 0 {
+		p.urgent.Add(1)
+	}
 	for i := len(p.parked) - 1; i >= 0; i-- {
 		if w := p.parked[i]; w.lend.CompareAndSwap(lendFree, lendAwake) {
 			p.unparkLocked(w)
@@ -529,6 +536,9 @@ func (p *Pool) popLocked(now time.Duration) (*Handle, time.Duration) {
 			return nil, now
 		}
 		p.queued.Add(-1)
+		if e.Level == 0 {
+			p.urgent.Add(-1)
+		}
 		h := e.h
 		if !h.state.CompareAndSwap(stateNotified, statePolling) {
 			p.q.Done(e, 0, now) // a tombstone
@@ -558,7 +568,7 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool, st *s
 	e := &h.e
 	wait := start - e.enqueued
 	sc := &w.sc
-	*sc = StepContext{h: h, p: p, w: w, start: start, deadline: start + p.opts.TimeSlice, budget: p.opts.Budget, gosched: gosched}
+	*sc = StepContext{h: h, p: p, w: w, start: start, deadline: start + p.opts.TimeSlice, budget: p.opts.Budget, gosched: gosched, preemptible: e.Level > 0}
 	w.stepStart.Store(int64(start) + 1)
 	p.pokeMonitor()
 
@@ -774,6 +784,9 @@ func (p *Pool) Close() error {
 	var queued, idle []*Handle
 	for e := p.q.Pop(now); e != nil; e = p.q.Pop(now) {
 		p.queued.Add(-1)
+		if e.Level == 0 {
+			p.urgent.Add(-1)
+		}
 		p.q.Done(e, 0, now)
 		if e.h.state.CompareAndSwap(stateNotified, stateCompleted) {
 			queued = append(queued, e.h)

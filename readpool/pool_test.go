@@ -552,3 +552,47 @@ func TestGo_RecyclesHandlesUnderLoad(t *testing.T) {
 	assert.EqualValues(t, ran.Load(), st.Completed)
 	assert.EqualValues(t, ran.Load(), st.Spawned)
 }
+
+func TestShouldYield_PreemptedByLevel0Work(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, Options{Workers: 1, TimeSlice: 10 * time.Millisecond})
+		var units []int
+		var mu sync.Mutex
+		stop := make(chan struct{})
+		long, longDone := doneTask(func(sc *StepContext) Status {
+			n := 0
+			for !sc.ShouldYield() {
+				select {
+				case <-stop:
+					return Ready
+				default:
+				}
+				n++
+				time.Sleep(time.Millisecond)
+			}
+			mu.Lock()
+			units = append(units, n)
+			mu.Unlock()
+			return Yield
+		})
+		_, err := p.Spawn(context.Background(), long, SpawnOptions{Fixed: true, Level: 1})
+		require.NoError(t, err)
+		time.Sleep(25 * time.Millisecond) // two whole steps, in the third
+		synctest.Wait()
+
+		short, shortDone := readyTask()
+		h, err := p.Spawn(context.Background(), short, SpawnOptions{})
+		require.NoError(t, err)
+		require.NoError(t, <-shortDone)
+		// The level-1 step ends at its next unit (1 ms), not its slice.
+		assert.LessOrEqual(t, h.Stats().WaitTime, time.Millisecond)
+		assert.EqualValues(t, 1, p.Stats().Preempted)
+		close(stop)
+		require.NoError(t, <-longDone)
+		mu.Lock()
+		defer mu.Unlock()
+		require.GreaterOrEqual(t, len(units), 3)
+		assert.Equal(t, []int{10, 10}, units[:2], "whole slices while nothing waited")
+		assert.Less(t, units[2], 10, "cut short for the level-0 task")
+	})
+}

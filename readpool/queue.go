@@ -48,9 +48,10 @@ type Entry struct {
 	h        *Handle
 	next     *Entry // intrusive FIFO link
 	enqueued time.Duration
-	runLevel int    // MLFQ: the level the entry was popped from
-	seq      uint64 // priority-queue tie breaker: arrival order
-	index    int    // priority-queue heap index
+	runLevel int           // MLFQ: the level the entry was popped from
+	attained time.Duration // MLFQ: its identity's time at its last Push
+	seq      uint64        // priority-queue tie breaker: arrival order
+	index    int           // priority-queue heap index
 }
 
 // QueueStats is a JSON-encodable digest of a queue.

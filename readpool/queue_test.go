@@ -263,3 +263,19 @@ func TestMLFQ_RanAccountsAnUnqueuedStep(t *testing.T) {
 	assert.Same(t, other, q.Pop(0))
 	assert.Same(t, e, q.Pop(0))
 }
+
+func TestMLFQ_Level0LeastAttainedServiceFirst(t *testing.T) {
+	q := NewMLFQ(MLFQOptions{})
+	young := &Entry{Elapsed: 3 * ms} // a scan that has run 3 ms
+	younger := &Entry{Elapsed: 1 * ms}
+	fresh1, fresh2 := &Entry{}, &Entry{}
+	for _, e := range []*Entry{young, younger, fresh1, fresh2} {
+		q.Push(e, 0)
+		require.Equal(t, 0, e.Level)
+	}
+	for _, want := range []*Entry{fresh1, fresh2, younger, young} {
+		got := q.Pop(0)
+		assert.Same(t, want, got)
+		q.Done(got, 0, 0)
+	}
+}

@@ -29,6 +29,7 @@ type Stats struct {
 	Pendings  int64 `json:"pendings"`
 	Wakes     int64 `json:"wakes"`
 	LongSteps int64 `json:"long_steps"`
+	Preempted int64 `json:"preempted"` // steps below level 0 cut short for level-0 work
 
 	QueueWait DurationSummary `json:"queue_wait"`
 	StepTime  DurationSummary `json:"step_time"`
@@ -81,6 +82,7 @@ func (p *Pool) Stats() Stats {
 	s.Pendings = agg.pendings.Load()
 	s.Wakes = p.wakes.Load()
 	s.LongSteps = p.longSteps.Load()
+	s.Preempted = p.preempted.Load()
 	s.QueueWait = summary(&agg.wait)
 	s.StepTime = summary(&agg.step)
 	return s

@@ -204,8 +204,11 @@ type StepContext struct {
 	budget   int
 	used     int
 	gosched  bool
-	rows     int64
-	bytes    int64
+	// preemptible: the task runs below level 0, so it yields early when
+	// level-0 work is queued.
+	preemptible bool
+	rows        int64
+	bytes       int64
 }
 
 // Context returns the context the task was spawned with.
@@ -219,8 +222,8 @@ func (sc *StepContext) Handle() *Handle {
 }
 
 // ShouldYield is asked before each unit of work: true means the step has
-// used its time slice or its budget and should return Yield without doing
-// the unit. A false answer uses one unit of budget. The first call of a step
+// used its time slice or its budget, or runs below level 0 while level-0
+// work waits, and should return Yield without doing the unit. A false answer uses one unit of budget. The first call of a step
 // is always false, so every step makes progress.
 //
 // On a pool worker it also gives the worker's P back to the Go scheduler
@@ -229,6 +232,11 @@ func (sc *StepContext) Handle() *Handle {
 func (sc *StepContext) ShouldYield() bool {
 	if sc.used > 0 {
 		if sc.used >= sc.budget {
+			return true
+		}
+		if sc.preemptible && sc.p.urgent.Load() > 0 {
+			// A short read waits for one unit of this step, not all of it.
+			sc.p.preempted.Add(1)
 			return true
 		}
 		now := sc.p.now()

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// config is everything one kvbench run is told by its flags. The root
+// command binds its flags to a config of its own, so there are no global
+// flag variables and tests can build as many commands as they like.
+type config struct {
+	dir         string        // store directory, kept; "" = a temporary one, removed afterwards
+	keys        int64         // keys loaded before the timed phases
+	valueSize   int           // bytes per value
+	duration    time.Duration // timed phase, per scheduler and workload
+	warmup      time.Duration // untimed phase before each timed one
+	workers     int           // read-pool workers; 0 = GOMAXPROCS
+	clients     int           // goroutines issuing the foreground operations
+	scanners    int           // noisy: goroutines looping on long scans
+	scanLen     int           // scan: keys per scan
+	longScanLen int           // noisy: keys per long scan, capped at keys
+	think       time.Duration // noisy: think time between one client's Gets
+	workloads   []string      // known workload names, in the order given
+	schedulers  []string      // known scheduler names, in the order given
+	seed        uint64        // seeds every random choice
+	jsonPath    string        // "" = no JSON report
+	plotPath    string        // "" = no plot; .png or .svg
+	admin       string        // reserved for the kvctl issue
+	quiet       bool          // no progress output
+}
+
+// knownSchedulers are the read schedulers kvbench can compare, in the
+// order a default run measures them.
+var knownSchedulers = []string{"mlfq", "fifo", "direct"}
+
+// addFlags registers the run's flags on fs, bound to c's fields, with the
+// defaults of a plain `kvbench` run.
+func (c *config) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.dir, "dir", "", "store directory to use and keep (default: a temporary directory, removed afterwards)")
+	fs.Int64Var(&c.keys, "keys", 200_000, "keys to load")
+	fs.IntVar(&c.valueSize, "value-size", 100, "value size in bytes")
+	fs.DurationVar(&c.duration, "duration", 5*time.Second, "measured time per scheduler and workload")
+	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up before each measured phase")
+	fs.IntVar(&c.workers, "workers", 0, "read-pool workers (0 = GOMAXPROCS)")
+	fs.IntVar(&c.clients, "clients", 4, "client goroutines (noisy: the Get clients)")
+	fs.IntVar(&c.scanners, "scanners", 8, "noisy: goroutines looping on long scans")
+	fs.IntVar(&c.scanLen, "scan-len", 1_000, "scan: keys per range scan")
+	fs.IntVar(&c.longScanLen, "long-scan-len", 100_000, "noisy: keys per long scan (at most --keys)")
+	fs.DurationVar(&c.think, "think", 200*time.Microsecond, "noisy: think time between one client's Gets, each timed from the end of its think time")
+	fs.StringSliceVar(&c.workloads, "workload", []string{"noisy"}, "workloads, comma-separated: "+strings.Join(workloadNames(), ", "))
+	fs.StringSliceVar(&c.schedulers, "schedulers", slices.Clone(knownSchedulers), "schedulers to compare, comma-separated: "+strings.Join(knownSchedulers, ", "))
+	fs.Uint64Var(&c.seed, "seed", 1, "seed for keys, values and every random choice")
+	fs.StringVar(&c.jsonPath, "json", "", "write the results as JSON to `FILE`")
+	fs.StringVar(&c.plotPath, "plot", "", "plot latency percentiles to `FILE` (.png or .svg)")
+	fs.StringVar(&c.admin, "admin", "", "serve the store's admin handler on `ADDR` while running (arrives with kvctl)")
+	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
+}
+
+// validate tidies the name lists and reports every problem with c at
+// once, as one error.
+func (c *config) validate() error {
+	c.workloads = trimAll(c.workloads)
+	c.schedulers = trimAll(c.schedulers)
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.keys < 1 {
+		bad("--keys must be at least 1, not %d", c.keys)
+	}
+	if c.valueSize < 1 {
+		bad("--value-size must be at least 1, not %d", c.valueSize)
+	}
+	if c.duration <= 0 {
+		bad("--duration must be positive, not %v", c.duration)
+	}
+	if c.warmup < 0 {
+		bad("--warmup must not be negative, not %v", c.warmup)
+	}
+	if c.workers < 0 {
+		bad("--workers must not be negative, not %d", c.workers)
+	}
+	if c.clients < 1 {
+		bad("--clients must be at least 1, not %d", c.clients)
+	}
+	if c.scanners < 0 {
+		bad("--scanners must not be negative, not %d", c.scanners)
+	}
+	if c.scanLen < 1 {
+		bad("--scan-len must be at least 1, not %d", c.scanLen)
+	}
+	if c.longScanLen < 1 {
+		bad("--long-scan-len must be at least 1, not %d", c.longScanLen)
+	}
+	if c.think < 0 {
+		bad("--think must not be negative, not %v", c.think)
+	}
+	if len(c.workloads) == 0 {
+		bad("--workload names no workload (known: %s)", strings.Join(workloadNames(), ", "))
+	}
+	for _, w := range c.workloads {
+		if _, ok := lookupWorkload(w); !ok {
+			bad("unknown workload %q (known: %s)", w, strings.Join(workloadNames(), ", "))
+		}
+	}
+	if hasDuplicates(c.workloads) {
+		bad("--workload names a workload twice")
+	}
+	if len(c.schedulers) == 0 {
+		bad("--schedulers names no scheduler (known: %s)", strings.Join(knownSchedulers, ", "))
+	}
+	for _, s := range c.schedulers {
+		if !slices.Contains(knownSchedulers, s) {
+			bad("unknown scheduler %q (known: %s)", s, strings.Join(knownSchedulers, ", "))
+		}
+	}
+	if hasDuplicates(c.schedulers) {
+		bad("--schedulers names a scheduler twice")
+	}
+	if c.plotPath != "" {
+		if _, err := plotFormat(c.plotPath); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.admin != "" {
+		bad("--admin is not available yet (it arrives with kvctl)")
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return problems(errs)
+}
+
+// problems is several configuration errors reported at once, on one line.
+type problems []error
+
+func (p problems) Error() string {
+	msgs := make([]string, len(p))
+	for i, err := range p {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (p problems) Unwrap() []error { return p }
+
+// resolvedWorkers is the pool size the store will run with.
+func (c *config) resolvedWorkers() int {
+	if c.workers == 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return c.workers
+}
+
+// plotFormat returns the image format that path's extension asks for.
+func plotFormat(path string) (string, error) {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".png", ".svg":
+		return ext[1:], nil
+	default:
+		return "", fmt.Errorf("--plot %s: the file must end in .png or .svg", path)
+	}
+}
+
+func hasDuplicates(names []string) bool {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if seen[n] {
+			return true
+		}
+		seen[n] = true
+	}
+	return false
+}
+
+// trimAll trims spaces around each name and drops empty ones, so
+// "get, scan" and "get,scan," mean "get,scan".
+func trimAll(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}

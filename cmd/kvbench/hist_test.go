@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRecorder_Summarize(t *testing.T) {
+	r := &recorder{}
+	for i := 1; i <= 1000; i++ {
+		r.record(classGet, time.Duration(i)*time.Microsecond, nil)
+	}
+	s := r.summarize(classGet, 2*time.Second)
+	assert.Equal(t, int64(1000), s.ops)
+	assert.InDelta(t, 500.0, s.opsPerSec, 1e-9)
+	// Three significant digits: within 0.1%.
+	assert.InEpsilon(t, 500*time.Microsecond, s.p50, 0.001)
+	assert.InEpsilon(t, 990*time.Microsecond, s.p99, 0.001)
+	assert.InEpsilon(t, 999*time.Microsecond, s.p999, 0.001)
+	assert.InEpsilon(t, 1000*time.Microsecond, s.max, 0.001)
+	assert.Zero(t, s.errors)
+
+	assert.Equal(t, summary{}, r.summarize(classScan, time.Second), "a class never recorded has nothing")
+}
+
+func TestRecorder_ErrorsAreCountedNotTimed(t *testing.T) {
+	r := &recorder{}
+	first := errors.New("first")
+	r.record(classScan, time.Hour, first)
+	r.record(classScan, time.Hour, errors.New("second"))
+	r.record(classScan, time.Millisecond, nil)
+	s := r.summarize(classScan, time.Second)
+	assert.Equal(t, int64(1), s.ops)
+	assert.Equal(t, int64(2), s.errors)
+	assert.Same(t, first, s.firstErr)
+	assert.InEpsilon(t, time.Millisecond, s.max, 0.001)
+}
+
+func TestRecorder_ClampsIntoRange(t *testing.T) {
+	r := &recorder{}
+	r.record(classGet, -time.Second, nil)
+	r.record(classGet, 0, nil)
+	r.record(classGet, 100*time.Hour, nil)
+	s := r.summarize(classGet, time.Second)
+	assert.Equal(t, int64(3), s.ops, "nothing is dropped")
+	assert.InEpsilon(t, time.Hour, s.max, 0.001)
+	assert.Equal(t, histMin, r.classes[classGet].hist.Min())
+}
+
+func TestMergeRecorders(t *testing.T) {
+	a, b, c := &recorder{}, &recorder{}, &recorder{}
+	for i := range 100 {
+		a.record(classGet, time.Duration(i+1)*time.Microsecond, nil)
+		b.record(classGet, time.Duration(i+101)*time.Microsecond, nil)
+	}
+	b.record(classUpdate, time.Millisecond, nil)
+	errB := errors.New("b")
+	b.record(classGet, 0, errB)
+	c.record(classGet, 0, errors.New("c"))
+
+	m := mergeRecorders([]*recorder{a, b, c})
+	s := m.summarize(classGet, time.Second)
+	assert.Equal(t, int64(200), s.ops)
+	assert.Equal(t, int64(2), s.errors)
+	assert.Same(t, errB, s.firstErr, "the first error in client order")
+	assert.InEpsilon(t, 100*time.Microsecond, s.p50, 0.001)
+	assert.InEpsilon(t, 200*time.Microsecond, s.max, 0.001)
+	assert.Equal(t, int64(1), m.summarize(classUpdate, time.Second).ops)
+	assert.Nil(t, m.classes[classScan])
+
+	require.Equal(t, int64(100), a.summarize(classGet, time.Second).ops, "the inputs are left as they were")
+}
+
+func TestClass_Names(t *testing.T) {
+	var names []string
+	for c := range numClasses {
+		names = append(names, c.String())
+	}
+	assert.Equal(t, []string{"get", "scan", "update", "insert", "rmw", "cop"}, names)
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func sampleReport() *report {
+	return &report{
+		Workload: "noisy", Keys: 2000, ValueSize: 100, Workers: 2, DurationS: 0.2,
+		Results: []result{
+			{Workload: "noisy", Scheduler: "mlfq", Class: "get", Ops: 1000, OpsPerSec: 5000,
+				P50us: 80, P99us: 900, P999us: 2000, MaxUs: 5000},
+			{Workload: "noisy", Scheduler: "mlfq", Class: "scan", Ops: 10, OpsPerSec: 50,
+				P50us: 12_000, P99us: 20_000, P999us: 20_000, MaxUs: 1_500_000, Errors: 2,
+				firstErr: errors.New("kv: busy")},
+			{Workload: "noisy", Scheduler: "direct", Class: "get", Ops: 900, OpsPerSec: 4500,
+				P50us: 100, P99us: 30_000, P999us: 40_000, MaxUs: 50_000},
+			{Workload: "noisy", Scheduler: "direct", Class: "scan"},
+		},
+	}
+}
+
+func TestNewResult(t *testing.T) {
+	err := errors.New("boom")
+	r := newResult("ycsb-a", "fifo", classUpdate, "", summary{
+		ops: 10, opsPerSec: 50, p50: 80 * time.Microsecond, p99: 900 * time.Microsecond,
+		p999: 2 * time.Millisecond, max: 5 * time.Millisecond, errors: 1, firstErr: err,
+	})
+	assert.Equal(t, result{
+		Workload: "ycsb-a", Scheduler: "fifo", Class: "update", Ops: 10, OpsPerSec: 50,
+		P50us: 80, P99us: 900, P999us: 2000, MaxUs: 5000, Errors: 1, firstErr: err,
+	}, r)
+}
+
+func TestWriteTable(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, writeTable(&buf, sampleReport()))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 6, buf.String())
+	assert.Equal(t, []string{"workload", "scheduler", "class", "ops/s", "p50", "p99", "p99.9", "max", "errors"},
+		strings.Fields(lines[0]))
+	assert.Equal(t, []string{"noisy", "mlfq", "get", "5000", "80µs", "900µs", "2.00ms", "5.00ms", "0"},
+		strings.Fields(lines[1]))
+	assert.Equal(t, []string{"noisy", "mlfq", "scan", "50", "12.00ms", "20.00ms", "20.00ms", "1.50s", "2"},
+		strings.Fields(lines[2]))
+	assert.Equal(t, []string{"noisy", "direct", "scan", "0", "-", "-", "-", "-", "0"},
+		strings.Fields(lines[4]))
+	assert.Equal(t, "noisy mlfq scan: 2 errors, the first: kv: busy", lines[5])
+	assert.Equal(t, utf8.RuneCountInString(lines[0]), utf8.RuneCountInString(lines[1]), "columns are aligned")
+}
+
+func TestWriteTable_GroupColumnOnlyWithGroups(t *testing.T) {
+	rep := sampleReport()
+	rep.Results[0].Group = "tenant-a"
+	var buf bytes.Buffer
+	require.NoError(t, writeTable(&buf, rep))
+	lines := strings.Split(buf.String(), "\n")
+	assert.Equal(t, "group", strings.Fields(lines[0])[3])
+	assert.Equal(t, "tenant-a", strings.Fields(lines[1])[3])
+}
+
+func TestFormatMicros(t *testing.T) {
+	for us, want := range map[float64]string{
+		0: "-", 0.4: "0µs", 80: "80µs", 999.4: "999µs", 1000: "1.00ms", 12_345: "12.35ms",
+		999_990: "999.99ms", 1e6: "1.00s", 62.5e6: "62.50s",
+	} {
+		assert.Equal(t, want, formatMicros(us), "%v µs", us)
+	}
+}
+
+func TestWriteJSON_Shape(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.json")
+	require.NoError(t, writeJSON(path, sampleReport()))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	assert.Equal(t, map[string]any{
+		"workload": "noisy", "keys": 2000.0, "value_size": 100.0, "workers": 2.0, "duration_s": 0.2,
+		"results": doc["results"],
+	}, doc)
+	results := doc["results"].([]any)
+	require.Len(t, results, 4)
+	assert.Equal(t, map[string]any{
+		"workload": "noisy", "scheduler": "mlfq", "class": "scan", "group": "",
+		"ops": 10.0, "ops_per_sec": 50.0, "p50_us": 12_000.0, "p99_us": 20_000.0,
+		"p999_us": 20_000.0, "max_us": 1_500_000.0, "errors": 2.0,
+	}, results[1])
+}
+
+func TestWriteJSON_BadPath(t *testing.T) {
+	err := writeJSON(filepath.Join(t.TempDir(), "no", "such", "dir.json"), sampleReport())
+	require.Error(t, err)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// usageError is a mistake in how kvbench was called: a bad flag, an
+// unknown workload or scheduler. kvbench exits with status 2 for it and 1
+// for any other failure.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitStatus is the process exit status for err, the error of a run.
+func exitStatus(err error) int {
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
+}
+
+// newRootCmd builds the kvbench command, with its flags bound to a config
+// of its own.
+func newRootCmd() *cobra.Command { return newCommand(runBench) }
+
+// newCommand is newRootCmd with the run itself given, so that tests can
+// check what the flags become without running a benchmark.
+func newCommand(run func(ctx context.Context, cfg *config, out io.Writer) error) *cobra.Command {
+	cfg := &config{}
+	cmd := &cobra.Command{
+		Use:   "kvbench",
+		Short: "Benchmark coopkv's read pool: workloads side by side on each scheduler",
+		Long: `kvbench loads a coopkv store (in a temporary directory unless --dir is
+given), then runs each workload on each scheduler, reopening the store for
+each scheduler and warming up before measuring, and prints one table of
+throughput and latency percentiles per scheduler and operation class.
+
+With no arguments it runs "noisy": --scanners goroutines looping on long
+scans while --clients goroutines do point Gets at a steady rate, on mlfq,
+fifo and direct, to show what the read pool buys short reads.`,
+		Example: `  kvbench
+  kvbench --workload get,scan --schedulers mlfq,direct --duration 10s
+  kvbench --workload ycsb-a,ycsb-e --json results.json --plot latency.svg`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unexpected argument %q (kvbench takes only flags)", args[0])}
+			}
+			return nil
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cfg.validate(); err != nil {
+				return usageError{err}
+			}
+			return run(cmd.Context(), cfg, cmd.OutOrStdout())
+		},
+	}
+	cfg.addFlags(cmd.Flags())
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	return cmd
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/coopkv/coopkv/kv"
+)
+
+// workload is a named mix of operations, run by a set of client
+// goroutines for one phase at a time.
+type workload struct {
+	name    string
+	classes []class // the classes it reports, in table order
+	// clients builds one phase's client loops.
+	clients func(e *env) []client
+}
+
+// client runs operations until ctx is done, recording each in rec, which
+// is its own.
+type client func(ctx context.Context, rec *recorder)
+
+// env is what the clients of one phase share.
+type env struct {
+	db   *kv.DB
+	cfg  *config
+	keys *keySpace
+	seed uint64 // the phase's seed: same workload and phase, same choices
+}
+
+// rand returns client i's generator for this phase.
+func (e *env) rand(i int) *rand.Rand { return newRand(e.seed, uint64(i)) }
+
+// workloadList is every workload kvbench knows, in the order --help
+// lists them. (groups and cop arrive with later issues.)
+var workloadList = []*workload{
+	getWorkload(),
+	scanWorkload(),
+	noisyWorkload(),
+	ycsbWorkload("ycsb-a", ycsbMix{read: 0.5, update: 0.5}),
+	ycsbWorkload("ycsb-b", ycsbMix{read: 0.95, update: 0.05}),
+	ycsbWorkload("ycsb-c", ycsbMix{read: 1}),
+	ycsbWorkload("ycsb-d", ycsbMix{read: 0.95, insert: 0.05, latest: true}),
+	ycsbWorkload("ycsb-e", ycsbMix{scan: 0.95, insert: 0.05}),
+	ycsbWorkload("ycsb-f", ycsbMix{read: 0.5, rmw: 0.5}),
+}
+
+func lookupWorkload(name string) (*workload, bool) {
+	for _, w := range workloadList {
+		if w.name == name {
+			return w, true
+		}
+	}
+	return nil, false
+}
+
+func workloadNames() []string {
+	names := make([]string, len(workloadList))
+	for i, w := range workloadList {
+		names[i] = w.name
+	}
+	return names
+}
+
+// runPhase runs w's clients for d (or until ctx is done) and returns what
+// they recorded, merged, and how long the phase lasted. An operation still
+// running when the phase ends is cancelled and not counted.
+func runPhase(ctx context.Context, e *env, w *workload, d time.Duration) (*recorder, time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	clients := w.clients(e)
+	recs := make([]*recorder, len(clients))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, c := range clients {
+		recs[i] = &recorder{}
+		wg.Go(func() { c(ctx, recs[i]) })
+	}
+	wg.Wait()
+	return mergeRecorders(recs), min(time.Since(start), d)
+}
+
+// closedLoop returns a client that runs op back to back, each timed from
+// its own start.
+func closedLoop(op func(ctx context.Context) (class, error)) client {
+	return func(ctx context.Context, rec *recorder) {
+		for ctx.Err() == nil {
+			start := time.Now()
+			c, err := op(ctx)
+			if ctx.Err() != nil {
+				return // the phase ended during op
+			}
+			rec.record(c, time.Since(start), err)
+		}
+	}
+}
+
+// get reads key n.
+func get(ctx context.Context, db *kv.DB, buf []byte, n int64) error {
+	_, err := db.Get(ctx, appendKey(buf[:0], n))
+	return err
+}
+
+// scan reads up to n keys from key number start and checks that it saw at
+// least want of them (the keys known to exist there).
+func scan(ctx context.Context, db *kv.DB, start int64, n int, want int64) error {
+	// A fresh start key: the scan's task may hold it until it ends.
+	it := db.Scan(ctx, appendKey(nil, start), nil, &kv.ScanOptions{Limit: n})
+	rows := int64(0)
+	for it.Next() {
+		rows++
+	}
+	err := it.Err()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && rows < want {
+		err = fmt.Errorf("scan from %s: %d rows, want %d", appendKey(nil, start), rows, want)
+	}
+	return err
+}
+
+// set writes a fresh random value to key n.
+func set(db *kv.DB, r *rand.Rand, kbuf, vbuf []byte, n int64) error {
+	fillValue(r, vbuf)
+	return db.Set(appendKey(kbuf[:0], n), vbuf)
+}
