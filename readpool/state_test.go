@@ -93,7 +93,9 @@ func TestState_WakeStorm(t *testing.T) {
 		assert.Equal(t, steps, ts.steps.Load())
 		st := hs[i].Stats()
 		assert.Equal(t, int(steps), st.Steps)
-		assert.Positive(t, st.Wakes)
+		// Every Pending return was answered by a wake (during the step or
+		// after it); a task that never waited needed none.
+		assert.GreaterOrEqual(t, st.Wakes, st.Pendings)
 	}
 	st := p.Stats()
 	assert.Zero(t, st.Pending)
