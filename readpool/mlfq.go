@@ -55,7 +55,8 @@ func (o *MLFQOptions) ensureDefaults() {
 // step, not for the young scans ahead of it. Levels 1 and 2 are FIFO.
 type MLFQ struct {
 	opts     MLFQOptions
-	top      lasHeap // level 0, least attained service first
+	fresh    list    // level 0, identities that have not run yet: FIFO
+	top      lasHeap // level 0, the others, least attained service first
 	levels   [3]list // levels 1 and 2 (levels[0] is unused)
 	running  [3]int  // popped entries whose step has not been Done
 	vtime    [3]float64
@@ -152,7 +153,7 @@ func (q *MLFQ) LevelOf(e *Entry) int {
 
 func (q *MLFQ) queued(i int) int {
 	if i == 0 {
-		return len(q.top.es)
+		return q.fresh.n + len(q.top.es)
 	}
 	return q.levels[i].n
 }
@@ -163,9 +164,15 @@ func (q *MLFQ) active(i int) bool { return q.queued(i) > 0 || q.running[i] > 0 }
 func (q *MLFQ) Push(e *Entry, _ time.Duration) {
 	lv := q.admit(e)
 	if lv == 0 {
+		// Entries that have attained nothing come before all others and,
+		// among themselves, in arrival order: a FIFO serves them in O(1)
+		// (every Get), the heap only the young scans.
+		if e.attained = q.elapsed(e); e.attained == 0 {
+			q.fresh.push(e)
+			return
+		}
 		q.seq++
 		e.seq = q.seq
-		e.attained = q.elapsed(e)
 		q.top.push(e)
 		return
 	}
@@ -211,9 +218,12 @@ func (q *MLFQ) Pop(time.Duration) *Entry {
 		return nil
 	}
 	var e *Entry
-	if best == 0 {
+	switch {
+	case best == 0 && q.fresh.n > 0:
+		e = q.fresh.pop()
+	case best == 0:
 		e = q.top.pop()
-	} else {
+	default:
 		e = q.levels[best].pop()
 	}
 	e.runLevel = best
@@ -263,7 +273,7 @@ func (q *MLFQ) TrackedIDs() int {
 }
 
 // Len implements Queue.
-func (q *MLFQ) Len() int { return len(q.top.es) + q.levels[1].n + q.levels[2].n }
+func (q *MLFQ) Len() int { return q.queued(0) + q.levels[1].n + q.levels[2].n }
 
 // Stats implements Queue.
 func (q *MLFQ) Stats() QueueStats {

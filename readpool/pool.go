@@ -314,8 +314,9 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, recycle bool) 
 		return h, nil
 	}
 	h.state.Store(stateNotified)
-	p.pushLocked(h, now)
+	w := p.pushLocked(h, now)
 	p.mu.Unlock()
+	wake(w)
 	return h, nil
 }
 
@@ -399,9 +400,10 @@ func (p *Pool) giveBack(w *worker) {
 	p.mu.Unlock()
 }
 
-// pushLocked queues a NOTIFIED task and wakes an idle worker whose slot is
-// not lent.
-func (p *Pool) pushLocked(h *Handle, now time.Duration) {
+// pushLocked queues a NOTIFIED task and picks an idle worker whose slot is
+// not lent to run it; the caller wakes that worker (wake) after unlocking,
+// so that the goroutine hand-off is not made under the lock.
+func (p *Pool) pushLocked(h *Handle, now time.Duration) *worker {
 	h.e.enqueued = now
 	p.q.Push(&h.e, now)
 	p.queued.Add(1)
@@ -410,9 +412,17 @@ func (p *Pool) pushLocked(h *Handle, now time.Duration) {
 	}
 	for i := len(p.parked) - 1; i >= 0; i-- {
 		if w := p.parked[i]; w.lend.CompareAndSwap(lendFree, lendAwake) {
-			p.unparkLocked(w)
-			return
+			p.removeParkedLocked(w)
+			return w
 		}
+	}
+	return nil
+}
+
+// wake sends w, taken off the idle list by pushLocked, its wake-up token.
+func wake(w *worker) {
+	if w != nil {
+		w.wake <- struct{}{}
 	}
 }
 
@@ -581,12 +591,14 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool, st *s
 	}
 	elapsed := end - start
 	e.Elapsed += elapsed
-	h.steps.Add(1)
-	h.wait.Add(int64(wait))
-	h.exec.Add(int64(elapsed))
-	if sc.rows != 0 || sc.bytes != 0 {
-		h.rows.Add(sc.rows)
-		h.bytes.Add(sc.bytes)
+	if !h.recycle || h.escaped { // a Go task's figures have no reader
+		h.steps.Add(1)
+		h.wait.Add(int64(wait))
+		h.exec.Add(int64(elapsed))
+		if sc.rows != 0 || sc.bytes != 0 {
+			h.rows.Add(sc.rows)
+			h.bytes.Add(sc.bytes)
+		}
 	}
 	w.stats.steps.Add(1)
 	w.stats.wait.Record(wait)
@@ -645,9 +657,10 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool, st *s
 		h.state.Store(stateNotified)
 		// Push before Done, so that the MLFQ sees the task's level still
 		// busy and does not treat its return as a level back from idleness.
-		p.pushLocked(h, end)
+		w := p.pushLocked(h, end)
 		p.q.Done(e, elapsed, end)
 		p.mu.Unlock()
+		wake(w)
 	default: // Pending
 		p.q.Done(e, elapsed, end)
 		p.insertIdleLocked(h)
@@ -657,7 +670,7 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool, st *s
 			// Woken during the step: straight back into the queue.
 			p.removeIdleLocked(h)
 			h.state.Store(stateNotified)
-			p.pushLocked(h, end)
+			wake(p.pushLocked(h, end))
 		}
 		p.mu.Unlock()
 	}
@@ -687,8 +700,9 @@ func (p *Pool) requeue(h *Handle) {
 		}
 		return
 	}
-	p.pushLocked(h, now)
+	w := p.pushLocked(h, now)
 	p.mu.Unlock()
+	wake(w)
 }
 
 func (p *Pool) insertIdleLocked(h *Handle) {
