@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"runtime"
 	"time"
+
+	"github.com/coopkv/coopkv/readpool"
 )
 
 // Scheduler names how reads are scheduled.
@@ -89,14 +91,10 @@ func (o *Options) validate() error {
 	if o.CacheSize < 0 {
 		errs = append(errs, fmt.Errorf("kv: CacheSize %d is negative", o.CacheSize))
 	}
-	if o.Workers < 0 {
-		errs = append(errs, fmt.Errorf("kv: Workers %d is negative", o.Workers))
-	}
-	if o.MaxTasks < 0 {
-		errs = append(errs, fmt.Errorf("kv: MaxTasks %d is negative", o.MaxTasks))
-	}
-	if o.TimeSlice < 0 {
-		errs = append(errs, fmt.Errorf("kv: TimeSlice %v is negative", o.TimeSlice))
+	// The pool's own fields are the pool's to judge.
+	po := readpool.Options{Workers: o.Workers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice}
+	if err := po.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("kv: %w", err))
 	}
 	switch o.Scheduler {
 	case "", SchedulerMLFQ, SchedulerFIFO, SchedulerDirect:

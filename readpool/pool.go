@@ -82,8 +82,8 @@ func (o *Options) ensureDefaults() {
 	}
 }
 
-// validate reports every problem at once.
-func (o *Options) validate() error {
+// Validate reports every problem with the options at once; New calls it.
+func (o *Options) Validate() error {
 	var errs []error
 	if o.Workers < 0 {
 		errs = append(errs, fmt.Errorf("readpool: Workers %d is negative", o.Workers))
@@ -228,7 +228,7 @@ func (s *workerStats) add(o *workerStats) {
 
 // New starts a pool.
 func New(opts Options) (*Pool, error) {
-	if err := opts.validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	opts.ensureDefaults()

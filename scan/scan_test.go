@@ -100,16 +100,23 @@ func TestSpec_Validate(t *testing.T) {
 	assert.NoError(t, (&Spec{End: []byte("a")}).Validate())
 }
 
-func TestTask_ReservesBeforeProducing(t *testing.T) {
-	db := openPebble(t, 20000, 8)
+// spawnScan starts a full scan of n keys on a one-worker pool.
+func spawnScan(t *testing.T, n int) (*Cursor, *Stream, *readpool.Handle) {
+	t.Helper()
+	db := openPebble(t, n, 8)
 	p, err := readpool.New(readpool.Options{Workers: 1})
 	require.NoError(t, err)
-	defer p.Close()
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	c, err := NewCursor(db, Spec{})
 	require.NoError(t, err)
 	s := NewStream(2)
 	h, err := p.Spawn(context.Background(), NewTask(c, s), readpool.SpawnOptions{})
 	require.NoError(t, err)
+	return c, s, h
+}
+
+func TestTask_ReservesBeforeProducing(t *testing.T) {
+	_, s, h := spawnScan(t, 20000)
 
 	b, err := s.Next(nil)
 	require.NoError(t, err)
@@ -136,16 +143,8 @@ func TestTask_ReservesBeforeProducing(t *testing.T) {
 }
 
 func TestTask_CancelClosesIterator(t *testing.T) {
-	db := openPebble(t, 20000, 8)
-	p, err := readpool.New(readpool.Options{Workers: 1})
-	require.NoError(t, err)
-	defer p.Close()
-	c, err := NewCursor(db, Spec{})
-	require.NoError(t, err)
-	s := NewStream(2)
-	h, err := p.Spawn(context.Background(), NewTask(c, s), readpool.SpawnOptions{})
-	require.NoError(t, err)
-	_, err = s.Next(nil)
+	c, s, h := spawnScan(t, 20000)
+	_, err := s.Next(nil)
 	require.NoError(t, err)
 	myErr := fmt.Errorf("stop")
 	h.Cancel(myErr)
