@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"time"
 
 	"github.com/coopkv/coopkv/readpool"
@@ -65,15 +64,10 @@ func (o *Options) ensureDefaults() {
 	if o.RowCacheSize == 0 {
 		o.RowCacheSize = defaultRowCacheSize
 	}
-	if o.Workers == 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
-	}
-	if o.MaxTasks == 0 {
-		o.MaxTasks = o.Workers * 2000
-	}
-	if o.TimeSlice == 0 {
-		o.TimeSlice = time.Millisecond
-	}
+	// The pool's fields take the pool's defaults.
+	po := readpool.Options{Workers: o.Workers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice}
+	po.EnsureDefaults()
+	o.Workers, o.MaxTasks, o.TimeSlice = po.Workers, po.MaxTasks, po.TimeSlice
 	if o.Scheduler == "" {
 		o.Scheduler = SchedulerMLFQ
 		if o.ResourceControl {

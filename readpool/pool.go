@@ -58,7 +58,9 @@ type Usage struct {
 	Bytes int64
 }
 
-func (o *Options) ensureDefaults() {
+// EnsureDefaults fills every zero field but Queue with its default (New
+// gives a nil Queue a fresh MLFQ of its own).
+func (o *Options) EnsureDefaults() {
 	if o.Workers == 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -73,9 +75,6 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.LongStep == 0 {
 		o.LongStep = 20 * o.TimeSlice
-	}
-	if o.Queue == nil {
-		o.Queue = NewMLFQ(MLFQOptions{})
 	}
 	if o.goschedEvery == 0 {
 		o.goschedEvery = o.TimeSlice / 4
@@ -231,7 +230,10 @@ func New(opts Options) (*Pool, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	opts.ensureDefaults()
+	opts.EnsureDefaults()
+	if opts.Queue == nil {
+		opts.Queue = NewMLFQ(MLFQOptions{})
+	}
 	p := &Pool{
 		opts:         opts,
 		epoch:        time.Now(),
