@@ -158,6 +158,7 @@ type Pool struct {
 	completed  atomic.Int64 // tasks ended off the workers' step path
 	rejected   atomic.Int64
 	cancelled  atomic.Int64
+	dropped    atomic.Int64
 	panicked   atomic.Int64
 	wakes      atomic.Int64
 	longSteps  atomic.Int64
@@ -557,6 +558,7 @@ func (p *Pool) popLocked(now time.Duration) (*Handle, time.Duration) {
 			continue
 		}
 		if err := h.stopReason(); err != nil {
+			p.dropped.Add(1)
 			p.q.Done(e, 0, now)
 			h.state.Store(stateCompleted)
 			p.mu.Unlock()

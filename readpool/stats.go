@@ -17,9 +17,12 @@ type Stats struct {
 	Pending int        `json:"pending"` // tasks waiting for a wake
 	Queue   QueueStats `json:"queue"`
 
-	Spawned      int64 `json:"spawned"`
-	Completed    int64 `json:"completed"`
-	Cancelled    int64 `json:"cancelled"`
+	Spawned   int64 `json:"spawned"`
+	Completed int64 `json:"completed"`
+	Cancelled int64 `json:"cancelled"`
+	// Dropped counts tasks ended without another step while they waited
+	// in the queue: context done or cancelled before a worker took them.
+	Dropped      int64 `json:"dropped"`
 	Panicked     int64 `json:"panicked"`
 	RejectedBusy int64 `json:"rejected_busy"`
 	Inline       int64 `json:"inline"` // first steps run on the caller's goroutine
@@ -75,6 +78,7 @@ func (p *Pool) Stats() Stats {
 
 	s.Completed = agg.completed.Load() + p.completed.Load()
 	s.Cancelled = p.cancelled.Load()
+	s.Dropped = p.dropped.Load()
 	s.Panicked = p.panicked.Load()
 	s.RejectedBusy = p.rejected.Load()
 	s.Steps = agg.steps.Load()

@@ -169,6 +169,7 @@ func (h *Handle) Cancel(err error) {
 		case stateNotified:
 			// The entry stays in the queue as a tombstone a worker skips.
 			if h.state.CompareAndSwap(stateNotified, stateCompleted) {
+				h.p.dropped.Add(1)
 				h.p.finish(h, err, true)
 				return
 			}
