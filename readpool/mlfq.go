@@ -55,63 +55,16 @@ func (o *MLFQOptions) ensureDefaults() {
 // step, not for the young scans ahead of it. Levels 1 and 2 are FIFO.
 type MLFQ struct {
 	opts     MLFQOptions
-	fresh    list    // level 0, identities that have not run yet: FIFO
-	top      lasHeap // level 0, the others, least attained service first
-	levels   [3]list // levels 1 and 2 (levels[0] is unused)
-	running  [3]int  // popped entries whose step has not been Done
+	fresh    EntryList // level 0, identities that have not run yet: FIFO
+	top      EntryHeap // level 0, the others, least attained service first
+	levels   [3]EntryList
+	running  [3]int // popped entries whose step has not been Done
 	vtime    [3]float64
 	steps    [3]int64
 	time     [3]time.Duration
 	cur, old map[uint64]time.Duration
 	lastSwap time.Duration
-	seq      uint64
-}
-
-// lasHeap is a binary min-heap of entries by (attained, seq), typed to
-// spare the hot path container/heap's interface calls.
-type lasHeap struct{ es []*Entry }
-
-func lasLess(a, b *Entry) bool {
-	if a.attained != b.attained {
-		return a.attained < b.attained
-	}
-	return a.seq < b.seq
-}
-
-func (h *lasHeap) push(e *Entry) {
-	h.es = append(h.es, e)
-	i := len(h.es) - 1
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !lasLess(h.es[i], h.es[parent]) {
-			break
-		}
-		h.es[i], h.es[parent] = h.es[parent], h.es[i]
-		i = parent
-	}
-}
-
-func (h *lasHeap) pop() *Entry {
-	n := len(h.es) - 1
-	top := h.es[0]
-	h.es[0] = h.es[n]
-	h.es[n] = nil
-	h.es = h.es[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && lasLess(h.es[l], h.es[m]) {
-			m = l
-		}
-		if r < n && lasLess(h.es[r], h.es[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h.es[i], h.es[m] = h.es[m], h.es[i]
-		i = m
-	}
-	return top
+	pre      *Preemption
 }
 
 // NewMLFQ returns an empty MLFQ with the given options.
@@ -121,6 +74,7 @@ func NewMLFQ(opts MLFQOptions) *MLFQ {
 		opts: opts,
 		cur:  make(map[uint64]time.Duration),
 		old:  make(map[uint64]time.Duration),
+		pre:  NewPreemption(),
 	}
 }
 
@@ -153,12 +107,24 @@ func (q *MLFQ) LevelOf(e *Entry) int {
 
 func (q *MLFQ) queued(i int) int {
 	if i == 0 {
-		return q.fresh.n + len(q.top.es)
+		return q.fresh.Len() + q.top.Len()
 	}
-	return q.levels[i].n
+	return q.levels[i].Len()
 }
 
 func (q *MLFQ) active(i int) bool { return q.queued(i) > 0 || q.running[i] > 0 }
+
+// MayInline implements Queue: a task that would start on level 0 without
+// looking up its id's history — no id, or pinned to level 0. A task with an
+// id goes through the queue: its level depends on the id's time, which
+// only the queue's lock may read.
+func (q *MLFQ) MayInline(e *Entry) bool {
+	if (e.Fixed && e.FixedLevel <= 0) || (!e.Fixed && e.TaskID == 0 && e.Elapsed < q.opts.Thresholds[0]) {
+		e.Class = 0
+		return true
+	}
+	return false
+}
 
 // Push implements Queue.
 func (q *MLFQ) Push(e *Entry, _ time.Duration) {
@@ -167,22 +133,23 @@ func (q *MLFQ) Push(e *Entry, _ time.Duration) {
 		// Entries that have attained nothing come before all others and,
 		// among themselves, in arrival order: a FIFO serves them in O(1)
 		// (every Get), the heap only the young scans.
-		if e.attained = q.elapsed(e); e.attained == 0 {
-			q.fresh.push(e)
-			return
+		attained := q.elapsed(e)
+		if attained == 0 {
+			q.fresh.Push(e)
+		} else {
+			e.Key = uint64(attained)
+			q.top.Push(e)
 		}
-		q.seq++
-		e.seq = q.seq
-		q.top.push(e)
+		q.pre.Set(0) // level 0 waits: lower levels yield at their next unit
 		return
 	}
-	q.levels[lv].push(e)
+	q.levels[lv].Push(e)
 }
 
 // Ran implements Queue: e ran at the level it would have been queued at.
 func (q *MLFQ) Ran(e *Entry, _ time.Duration) {
 	lv := q.admit(e)
-	e.runLevel = lv
+	e.Class = int64(lv)
 	q.running[lv]++
 }
 
@@ -219,22 +186,49 @@ func (q *MLFQ) Pop(time.Duration) *Entry {
 	}
 	var e *Entry
 	switch {
-	case best == 0 && q.fresh.n > 0:
-		e = q.fresh.pop()
+	case best == 0 && q.fresh.Len() > 0:
+		e = q.fresh.Pop()
 	case best == 0:
-		e = q.top.pop()
+		e = q.top.Pop()
 	default:
-		e = q.levels[best].pop()
+		e = q.levels[best].Pop()
 	}
-	e.runLevel = best
+	e.Class = int64(best)
 	q.running[best]++
+	q.publish()
 	return e
 }
+
+// Remove implements Queue.
+func (q *MLFQ) Remove(e *Entry) bool {
+	if !e.Unlink() {
+		return false
+	}
+	q.publish()
+	return true
+}
+
+// publish tells running steps whether level-0 work waits.
+func (q *MLFQ) publish() {
+	if q.queued(0) > 0 {
+		q.pre.Set(0)
+	} else {
+		q.pre.Set(NoPreemption)
+	}
+}
+
+// Held implements Queue: an MLFQ holds nothing back.
+func (q *MLFQ) Held() (int, time.Duration) { return 0, 0 }
+
+// Preemption implements Queue: level-0 work waiting preempts steps of the
+// lower levels at their next unit, so a short read waits for one unit of a
+// scan's step, not all of it.
+func (q *MLFQ) Preemption() *Preemption { return q.pre }
 
 // Done implements Queue: it charges the step to the level it ran at and to
 // the task's id, and swaps the id map's generations when one is due.
 func (q *MLFQ) Done(e *Entry, elapsed, now time.Duration) {
-	lv := e.runLevel // e.Level may already say where a requeue put it
+	lv := int(e.Class) // e.Level may already say where a requeue put it
 	q.running[lv]--
 	q.steps[lv]++
 	q.time[lv] += elapsed
@@ -273,7 +267,7 @@ func (q *MLFQ) TrackedIDs() int {
 }
 
 // Len implements Queue.
-func (q *MLFQ) Len() int { return q.queued(0) + q.levels[1].n + q.levels[2].n }
+func (q *MLFQ) Len() int { return q.queued(0) + q.queued(1) + q.queued(2) }
 
 // Stats implements Queue.
 func (q *MLFQ) Stats() QueueStats {

@@ -464,9 +464,10 @@ type fakeAccountant struct {
 	usage map[string]Usage
 }
 
-func (a *fakeAccountant) Charge(group string, u Usage) {
+func (a *fakeAccountant) Charge(e *Entry, u Usage) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	group := e.Group
 	acc := a.usage[group]
 	acc.Exec += u.Exec
 	acc.Rows += u.Rows

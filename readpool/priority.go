@@ -1,52 +1,57 @@
 package readpool
 
-import (
-	"container/heap"
-	"time"
-)
+import "time"
 
 // PriorityFunc computes an entry's priority when it enters the queue; lower
 // runs first. Resource control supplies one that reads the group's virtual
-// time, so a group's tasks are re-ranked after every step.
+// time, so a group's tasks are re-ranked every time they are queued.
 type PriorityFunc func(e *Entry) uint64
 
 // PriorityQueue runs the entry with the lowest priority value first, ties in
 // arrival order. With a PriorityFunc the value is recomputed at every Push;
-// without one, Entry.Priority is used as given.
+// without one, Entry.Priority is used as given. It never preempts and never
+// holds entries back; resource control builds its own queue for that.
 type PriorityQueue struct {
-	h     entryHeap
+	h     EntryHeap
 	prio  PriorityFunc
-	seq   uint64
+	pre   *Preemption
 	steps int64
 	time  time.Duration
 }
 
 // NewPriorityQueue returns an empty priority queue; prio may be nil.
 func NewPriorityQueue(prio PriorityFunc) *PriorityQueue {
-	return &PriorityQueue{prio: prio}
+	return &PriorityQueue{prio: prio, pre: NewPreemption()}
 }
+
+// MayInline implements Queue: the pool asks only when nothing is queued,
+// so nothing of a lower value waits.
+func (q *PriorityQueue) MayInline(e *Entry) bool { e.Class = 0; return true }
 
 // Push implements Queue.
 func (q *PriorityQueue) Push(e *Entry, _ time.Duration) {
+	e.Key = e.Priority
 	if q.prio != nil {
-		e.Priority = q.prio(e)
+		e.Key = q.prio(e)
 	}
-	q.seq++
-	e.seq = q.seq
 	e.Level = 0
-	heap.Push(&q.h, e)
-}
-
-// Pop implements Queue.
-func (q *PriorityQueue) Pop(time.Duration) *Entry {
-	if len(q.h) == 0 {
-		return nil
-	}
-	return heap.Pop(&q.h).(*Entry)
+	q.h.Push(e)
 }
 
 // Ran implements Queue.
-func (q *PriorityQueue) Ran(*Entry, time.Duration) {}
+func (q *PriorityQueue) Ran(e *Entry, _ time.Duration) { e.Class = 0 }
+
+// Pop implements Queue.
+func (q *PriorityQueue) Pop(time.Duration) *Entry {
+	e := q.h.Pop()
+	if e != nil {
+		e.Class = 0
+	}
+	return e
+}
+
+// Remove implements Queue.
+func (q *PriorityQueue) Remove(e *Entry) bool { return e.heap == &q.h && e.Unlink() }
 
 // Done implements Queue.
 func (q *PriorityQueue) Done(_ *Entry, elapsed, _ time.Duration) {
@@ -55,42 +60,20 @@ func (q *PriorityQueue) Done(_ *Entry, elapsed, _ time.Duration) {
 }
 
 // Len implements Queue.
-func (q *PriorityQueue) Len() int { return len(q.h) }
+func (q *PriorityQueue) Len() int { return q.h.Len() }
+
+// Held implements Queue.
+func (q *PriorityQueue) Held() (int, time.Duration) { return 0, 0 }
+
+// Preemption implements Queue.
+func (q *PriorityQueue) Preemption() *Preemption { return q.pre }
 
 // Stats implements Queue.
 func (q *PriorityQueue) Stats() QueueStats {
 	return QueueStats{
 		Kind:        "priority",
-		Levels:      []LevelStats{{Queued: len(q.h), Steps: q.steps, Time: q.time}},
+		Levels:      []LevelStats{{Queued: q.h.Len(), Steps: q.steps, Time: q.time}},
 		Level0Share: 1,
 		Chance:      1,
 	}
-}
-
-type entryHeap []*Entry
-
-func (h entryHeap) Len() int { return len(h) }
-func (h entryHeap) Less(i, j int) bool {
-	if h[i].Priority != h[j].Priority {
-		return h[i].Priority < h[j].Priority
-	}
-	return h[i].seq < h[j].seq
-}
-func (h entryHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *entryHeap) Push(x any) {
-	e := x.(*Entry)
-	e.index = len(*h)
-	*h = append(*h, e)
-}
-func (h *entryHeap) Pop() any {
-	old := *h
-	n := len(old)
-	e := old[n-1]
-	old[n-1] = nil
-	e.index = -1
-	*h = old[:n-1]
-	return e
 }

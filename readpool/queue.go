@@ -1,34 +1,77 @@
 package readpool
 
-import "time"
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
 
-// Queue is a scheduling policy: it orders the ready tasks of a pool. A Queue
-// is a plain data structure — no goroutines, no locks, no clock of its own
-// (the pool passes the time in) — so it is tested by feeding it entries.
-// The pool serialises every call under its own mutex.
+// Forever is the pool time after every other: Pop(Forever) returns held
+// entries too. Close drains a queue with it.
+const Forever = time.Duration(math.MaxInt64)
+
+// Queue is a scheduling policy: it decides which ready task steps next,
+// whether an arriving task may run its first step at once, which running
+// steps should give way, and which tasks wait for a later time. The pool
+// owns the concurrency — workers, locking, the clock, counting against
+// MaxTasks — and the queue owns every rule about order.
 //
-// The pool calls Push when a task becomes ready (spawned, yielded or woken),
-// Pop when a worker wants the next one, and Done after each step of a
-// popped entry, with the time the step ran. Every popped entry gets exactly
-// one Done, also when the pool drops it without stepping (elapsed 0).
+// A Queue is a plain data structure: no goroutines, no clock of its own (the
+// pool passes the time in), no locking. The pool serialises every call
+// under its mutex but two: MayInline, which must be safe without it, and
+// the Preemption hint, which the queue publishes and steps read.
 //
-// A first step run inline on a caller's goroutine never passes through the
-// queue; if the task goes on, the pool calls Ran for that step, which
-// stands for a Push and Pop of e, and then Done as usual.
+// A task's life as the queue sees it:
+//
+//   - Push when it becomes ready (spawned, yielded or woken). The queue may
+//     hold it back until a time of its choosing (a throttled group): held
+//     entries are not in Len, hold no worker and do not count against
+//     MaxTasks; Held reports them and when the first becomes ready, and the
+//     pool calls Pop again then.
+//   - Pop when a worker is free; Done after each step of a popped entry,
+//     with the time the step ran.
+//   - Remove when a queued or held task ends before a worker took it (its
+//     context ended, it was cancelled); it gets no Done.
+//   - MayInline when it arrives and a slot is free: true lets the caller run
+//     the first step at once. If that step finishes the task the queue hears
+//     no more of it; if the task goes on, Ran accounts the step as a Push
+//     and Pop, then Done follows as usual.
+//
+// Containers for entries, EntryList and EntryHeap, are exported so that a
+// Queue can be written outside this package.
 type Queue interface {
+	// MayInline reports whether e, arriving, may run its first step on the
+	// caller's goroutine ahead of nothing (the pool asks only when nothing
+	// is queued). It sets e.Class when it says yes. Called without the
+	// pool's lock, concurrently: it may read e and atomics only.
+	MayInline(e *Entry) bool
+	// Push adds a ready entry, or holds it back.
 	Push(e *Entry, now time.Duration)
-	Pop(now time.Duration) *Entry
+	// Ran accounts a first step that ran inline and did not finish the
+	// task, as a Push and a Pop of e at now.
 	Ran(e *Entry, now time.Duration)
+	// Pop removes and returns the entry to step next, nil when none is
+	// ready at now. It sets the entry's Class.
+	Pop(now time.Duration) *Entry
+	// Remove takes out a queued or held entry; it reports false if e was
+	// neither.
+	Remove(e *Entry) bool
+	// Done accounts a step of a popped (or Ran) entry.
 	Done(e *Entry, elapsed, now time.Duration)
-	// Len is the number of entries queued (not those popped and running).
+	// Len is the number of entries ready to pop.
 	Len() int
-	// Stats describes the queue's levels; the pool adds it to its Stats.
+	// Held is the number of entries held back, and the pool time at which
+	// the first of them becomes ready (meaningless when n is 0).
+	Held() (n int, until time.Duration)
+	// Preemption is the queue's hint to running steps; the pool reads the
+	// pointer once, at New.
+	Preemption() *Preemption
+	// Stats describes the queue; the pool adds it to its Stats.
 	Stats() QueueStats
 }
 
-// Entry is a task as a Queue sees it: its scheduling extras and the links
-// queues use to hold it without allocating. The pool owns entries; a queue
-// must not keep one after popping it.
+// Entry is a task as a Queue sees it. The pool owns entries; a queue holds
+// one between Push and Pop (or Remove) and must not keep it after.
 type Entry struct {
 	// TaskID groups tasks into one MLFQ identity; 0 means the task alone.
 	TaskID uint64
@@ -37,28 +80,92 @@ type Entry struct {
 	FixedLevel int
 	// Group is the task's resource group ("" without resource control).
 	Group string
-	// Priority orders a priority queue: lower runs first.
+	// Priority is the spawner's priority value (SpawnOptions.Priority).
 	Priority uint64
 	// Elapsed is the step time this task (not its id) has used so far.
 	Elapsed time.Duration
+	// Tag is the spawner's opaque extra (SpawnOptions.Tag), e.g. a
+	// resource group resolved once at spawn.
+	Tag any
 
-	// Level is the level the queue put the entry in at its last Push.
+	// Level is where the queue put the entry at its last Push (queues
+	// without levels leave 0).
 	Level int
+	// Class is the urgency class of the entry's current step, set by the
+	// queue at Pop, Ran or MayInline: lower is more urgent. A step yields
+	// early when the queue's Preemption hint falls below its class.
+	Class int64
+	// Key orders the entry in an EntryHeap: lower first.
+	Key uint64
 
-	h        *Handle
-	next     *Entry // intrusive FIFO link
+	// Set by the pool when the entry is queued, for its wait time.
 	enqueued time.Duration
-	runLevel int           // MLFQ: the level the entry was popped from
-	attained time.Duration // MLFQ: its identity's time at its last Push
-	seq      uint64        // priority-queue tie breaker: arrival order
-	index    int           // priority-queue heap index
+	h        *Handle
+
+	// Container links, owned by whichever EntryList or EntryHeap holds it.
+	prev, next *Entry
+	list       *EntryList
+	heap       *EntryHeap
+	index      int
+	seq        uint64
 }
+
+// Queued reports whether e is in an EntryList or EntryHeap.
+func (e *Entry) Queued() bool { return e.list != nil || e.heap != nil }
+
+// Unlink takes e out of the EntryList or EntryHeap that holds it, and
+// reports whether one did.
+func (e *Entry) Unlink() bool {
+	switch {
+	case e.list != nil:
+		e.list.Remove(e)
+	case e.heap != nil:
+		e.heap.Remove(e)
+	default:
+		return false
+	}
+	return true
+}
+
+// NoPreemption is the Preemption value that asks no step to yield.
+const NoPreemption = int64(math.MaxInt64)
+
+// Preemption is the hint a queue publishes for running steps: a step whose
+// Class is greater than the value yields at its next unit of work, so
+// urgent work waits for one unit, not a whole slice. It is one atomic word,
+// read without a lock once per unit; the queue stores it (under the pool's
+// lock) whenever what waits changes. The zero value is not ready: use
+// NewPreemption.
+type Preemption struct {
+	v atomic.Int64
+}
+
+// NewPreemption returns a hint that asks nothing.
+func NewPreemption() *Preemption {
+	p := &Preemption{}
+	p.v.Store(NoPreemption)
+	return p
+}
+
+// Set publishes that work of class c waits (NoPreemption: nothing does).
+// It skips the store when the value is unchanged, so a busy queue does not
+// keep invalidating the cache line every step reads.
+func (p *Preemption) Set(c int64) {
+	if p.v.Load() != c {
+		p.v.Store(c)
+	}
+}
+
+// Load returns the published class.
+func (p *Preemption) Load() int64 { return p.v.Load() }
 
 // QueueStats is a JSON-encodable digest of a queue.
 type QueueStats struct {
-	// Kind is "fifo", "mlfq" or "priority".
+	// Kind is "fifo", "mlfq", "priority" or a custom queue's name.
 	Kind   string       `json:"kind"`
 	Levels []LevelStats `json:"levels"`
+	// Held is the number of entries held back until a later time.
+	Held int `json:"held"`
 	// Level0Share is the fraction of step time spent on level 0 so far.
 	Level0Share float64 `json:"level0_share"`
 	// Chance is the share of worker time level 0 is entitled to now, given
@@ -73,14 +180,19 @@ type LevelStats struct {
 	Time   time.Duration `json:"time_ns"`
 }
 
-// list is an intrusive FIFO of entries.
-type list struct {
+// EntryList is an intrusive FIFO of entries: O(1) push, pop and remove, no
+// allocation. The zero value is empty.
+type EntryList struct {
 	head, tail *Entry
 	n          int
 }
 
-func (l *list) push(e *Entry) {
-	e.next = nil
+// Len is the number of entries.
+func (l *EntryList) Len() int { return l.n }
+
+// Push appends e, which must not be in a container.
+func (l *EntryList) Push(e *Entry) {
+	e.prev, e.next, e.list = l.tail, nil, l
 	if l.tail == nil {
 		l.head = e
 	} else {
@@ -90,38 +202,160 @@ func (l *list) push(e *Entry) {
 	l.n++
 }
 
-func (l *list) pop() *Entry {
+// Front returns the first entry without removing it, or nil.
+func (l *EntryList) Front() *Entry { return l.head }
+
+// Pop removes and returns the first entry, or nil.
+func (l *EntryList) Pop() *Entry {
 	e := l.head
-	if e == nil {
+	if e != nil {
+		l.Remove(e)
+	}
+	return e
+}
+
+// Remove takes e, which must be in l, out of it.
+func (l *EntryList) Remove(e *Entry) {
+	if e.prev == nil {
+		l.head = e.next
+	} else {
+		e.prev.next = e.next
+	}
+	if e.next == nil {
+		l.tail = e.prev
+	} else {
+		e.next.prev = e.prev
+	}
+	e.prev, e.next, e.list = nil, nil, nil
+	l.n--
+}
+
+// EntryHeap is a min-heap of entries by Key, ties in push order, with
+// O(log n) removal of any entry. The zero value is empty.
+type EntryHeap struct {
+	es  []*Entry
+	seq uint64
+}
+
+// Len is the number of entries.
+func (h *EntryHeap) Len() int { return len(h.es) }
+
+// Push adds e, which must not be in a container, by its Key.
+func (h *EntryHeap) Push(e *Entry) {
+	h.seq++
+	e.seq, e.heap, e.index = h.seq, h, len(h.es)
+	h.es = append(h.es, e)
+	h.up(e.index)
+}
+
+// Min returns the entry Pop would return, or nil.
+func (h *EntryHeap) Min() *Entry {
+	if len(h.es) == 0 {
 		return nil
 	}
-	l.head = e.next
-	if l.head == nil {
-		l.tail = nil
+	return h.es[0]
+}
+
+// Pop removes and returns the entry with the lowest Key, or nil.
+func (h *EntryHeap) Pop() *Entry {
+	e := h.Min()
+	if e != nil {
+		h.Remove(e)
 	}
-	e.next = nil
-	l.n--
 	return e
+}
+
+// Remove takes e, which must be in h, out of it.
+func (h *EntryHeap) Remove(e *Entry) {
+	i, n := e.index, len(h.es)-1
+	if i != n {
+		h.swap(i, n)
+	}
+	h.es[n] = nil
+	h.es = h.es[:n]
+	if i != n {
+		if !h.down(i) {
+			h.up(i)
+		}
+	}
+	e.heap, e.index = nil, -1
+}
+
+func (h *EntryHeap) less(i, j int) bool {
+	a, b := h.es[i], h.es[j]
+	if a.Key != b.Key {
+		return a.Key < b.Key
+	}
+	return a.seq < b.seq
+}
+
+func (h *EntryHeap) swap(i, j int) {
+	h.es[i], h.es[j] = h.es[j], h.es[i]
+	h.es[i].index, h.es[j].index = i, j
+}
+
+func (h *EntryHeap) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			return
+		}
+		h.swap(i, parent)
+		i = parent
+	}
+}
+
+// down sifts i down and reports whether it moved.
+func (h *EntryHeap) down(i int) bool {
+	start, n := i, len(h.es)
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return i != start
+		}
+		h.swap(i, m)
+		i = m
+	}
 }
 
 // FIFO runs tasks in arrival order. It exists to be measured against.
 type FIFO struct {
-	l     list
+	l     EntryList
+	pre   *Preemption
 	steps int64
 	time  time.Duration
 }
 
 // NewFIFO returns an empty FIFO queue.
-func NewFIFO() *FIFO { return &FIFO{} }
+func NewFIFO() *FIFO { return &FIFO{pre: NewPreemption()} }
+
+// MayInline implements Queue: always, since the pool asks only when
+// nothing is queued, so nobody is overtaken.
+func (q *FIFO) MayInline(e *Entry) bool { e.Class = 0; return true }
 
 // Push implements Queue.
-func (q *FIFO) Push(e *Entry, _ time.Duration) { e.Level = 0; q.l.push(e) }
-
-// Pop implements Queue.
-func (q *FIFO) Pop(time.Duration) *Entry { return q.l.pop() }
+func (q *FIFO) Push(e *Entry, _ time.Duration) { e.Level = 0; q.l.Push(e) }
 
 // Ran implements Queue.
-func (q *FIFO) Ran(*Entry, time.Duration) {}
+func (q *FIFO) Ran(e *Entry, _ time.Duration) { e.Class = 0 }
+
+// Pop implements Queue.
+func (q *FIFO) Pop(time.Duration) *Entry {
+	e := q.l.Pop()
+	if e != nil {
+		e.Class = 0
+	}
+	return e
+}
+
+// Remove implements Queue.
+func (q *FIFO) Remove(e *Entry) bool { return e.list == &q.l && e.Unlink() }
 
 // Done implements Queue.
 func (q *FIFO) Done(_ *Entry, elapsed, _ time.Duration) {
@@ -131,6 +365,12 @@ func (q *FIFO) Done(_ *Entry, elapsed, _ time.Duration) {
 
 // Len implements Queue.
 func (q *FIFO) Len() int { return q.l.n }
+
+// Held implements Queue: a FIFO holds nothing back.
+func (q *FIFO) Held() (int, time.Duration) { return 0, 0 }
+
+// Preemption implements Queue: nothing in a FIFO overtakes a running step.
+func (q *FIFO) Preemption() *Preemption { return q.pre }
 
 // Stats implements Queue.
 func (q *FIFO) Stats() QueueStats {

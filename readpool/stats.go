@@ -13,15 +13,17 @@ type Stats struct {
 	Parked  int `json:"parked"` // workers asleep with a free slot
 	Extra   int `json:"extra"`  // temporary workers standing in for stuck ones
 
-	Queued  int        `json:"queued"`
+	Queued  int        `json:"queued"`  // ready to run
+	Held    int        `json:"held"`    // held back by the queue until a later time
+	Running int        `json:"running"` // taken from the queue, stepping
 	Pending int        `json:"pending"` // tasks waiting for a wake
 	Queue   QueueStats `json:"queue"`
 
 	Spawned   int64 `json:"spawned"`
 	Completed int64 `json:"completed"`
 	Cancelled int64 `json:"cancelled"`
-	// Dropped counts tasks ended without another step while they waited
-	// in the queue: context done or cancelled before a worker took them.
+	// Dropped counts tasks ended while they waited for a worker (queued,
+	// held, or just spawned): context done or cancelled first.
 	Dropped      int64 `json:"dropped"`
 	Panicked     int64 `json:"panicked"`
 	RejectedBusy int64 `json:"rejected_busy"`
@@ -32,7 +34,7 @@ type Stats struct {
 	Pendings  int64 `json:"pendings"`
 	Wakes     int64 `json:"wakes"`
 	LongSteps int64 `json:"long_steps"`
-	Preempted int64 `json:"preempted"` // steps below level 0 cut short for level-0 work
+	Preempted int64 `json:"preempted"` // steps cut short at a unit boundary for more urgent work (the queue's hint)
 
 	QueueWait DurationSummary `json:"queue_wait"`
 	StepTime  DurationSummary `json:"step_time"`
@@ -69,14 +71,16 @@ func (p *Pool) Stats() Stats {
 	s.Parked = len(p.parked)
 	s.Extra = p.extras
 	s.Queued = p.q.Len()
-	s.Pending = p.idleN
+	s.Pending = p.waitingN
+	s.Running = p.running
 	s.Queue = p.q.Stats()
+	s.Held, _ = p.q.Held()
 	s.Spawned = p.spawned
 	p.mu.Unlock()
 	s.Inline = agg.inline.Load()
 	s.Spawned += s.Inline
 
-	s.Completed = agg.completed.Load() + p.completed.Load()
+	s.Completed = agg.completed.Load() + p.endedOff.Load()
 	s.Cancelled = p.cancelled.Load()
 	s.Dropped = p.dropped.Load()
 	s.Panicked = p.panicked.Load()

@@ -2,7 +2,6 @@ package readpool
 
 import (
 	"context"
-	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -49,25 +48,60 @@ type Task interface {
 	Done(err error)
 }
 
-// Task states, one atomic word per task (as in YATP). Every transition is a
-// compare-and-swap or a store by the goroutine that owns the task in that
-// state; there is no lock per task.
+// A task's state is one atomic word (as in YATP). This file holds every
+// transition; each is a compare-and-swap or a store by the goroutine that
+// owns the task in that state.
 //
-//	NOTIFIED ──pop──► POLLING ──Ready──► COMPLETED
-//	   ▲                │ ▲
-//	   │      Pending   │ │ wake during the step
-//	   └──wake── IDLE ◄─┘ └──► NOTIFIED_POLLING ──step returns──► NOTIFIED
+//	QUEUED ──take──► POLLING ──────────────finish──► COMPLETED
+//	  ▲  ▲             │  │ Wake/Cancel during the step    ▲
+//	  │  └─requeue─────┘  └──► POLLING_WOKEN ──requeue─┐   │
+//	  │                 park                           │   │
+//	  └──unpark (Wake)── WAITING ◄─────────────────────┘   │
+//	   QUEUED, WAITING ──Cancel, context end, Close────────┘
+//
+// Under Pool.mu a QUEUED task is always in the queue (ready or held) and a
+// WAITING task always in the pool's waiting list: every move into or out of
+// those two states happens under the lock, together with the queue or list
+// operation. Only the moves of a POLLING task (its step's end, a wake or a
+// cancel during the step) are lock-free.
 const (
-	stateNotified        uint32 = iota // queued, or about to be
-	statePolling                       // a worker is running its step
-	stateNotifiedPolling               // woken while polling: requeue after the step
-	stateIdle                          // pending, waiting for a wake
-	stateCompleted                     // done; wakes are no-ops
+	stateQueued       uint32 = iota // in the queue, or held by it
+	statePolling                    // a step runs
+	statePollingWoken               // woken or cancelled during the step: requeue or end after it
+	stateWaiting                    // returned Pending; waits for Wake
+	stateCompleted                  // ended; wakes and cancels are no-ops
 )
+
+// take moves a popped task to POLLING. Under Pool.mu.
+func (h *Handle) take() bool { return h.state.CompareAndSwap(stateQueued, statePolling) }
+
+// park moves a task whose step returned Pending to WAITING; false means it
+// was woken during the step and must be requeued. Under Pool.mu.
+func (h *Handle) park() bool { return h.state.CompareAndSwap(statePolling, stateWaiting) }
+
+// unpark moves a WAITING task to QUEUED for a Wake. Under Pool.mu.
+func (h *Handle) unpark() bool { return h.state.CompareAndSwap(stateWaiting, stateQueued) }
+
+// requeue moves the stepping goroutine's task back to QUEUED after a
+// Yield, or after a Pending whose wake came during the step. Under Pool.mu.
+func (h *Handle) requeue() { h.state.Store(stateQueued) }
+
+// finish marks a task the caller owns (POLLING, or inline) COMPLETED.
+func (h *Handle) finish() { h.state.Store(stateCompleted) }
+
+// abort moves a QUEUED or WAITING task to COMPLETED; false means it was in
+// neither state. Under Pool.mu.
+func (h *Handle) abort(from uint32) bool { return h.state.CompareAndSwap(from, stateCompleted) }
+
+// noteWoken records a wake or cancel that arrives while the task's step
+// runs, so the end of the step does not lose it. Lock-free.
+func (h *Handle) noteWoken() bool {
+	return h.state.CompareAndSwap(statePolling, statePollingWoken)
+}
 
 // Handle is a spawned task's identity: it wakes the task, cancels it and
 // reports its statistics. A Handle stays valid after the task completes (its
-// methods are then no-ops or report final figures).
+// methods are then no-ops or report final figures). Handles are not reused.
 type Handle struct {
 	e     Entry
 	state atomic.Uint32
@@ -77,21 +111,24 @@ type Handle struct {
 
 	// cancel is the error a Cancel asked for; checked before every step.
 	cancel atomic.Pointer[error]
-	// stopCtx deregisters the context watch installed at the first Pending.
-	// Written by the stepping goroutine before the POLLING→IDLE CAS and read
-	// by whoever completes the task after a later CAS, so the state word
-	// orders the two.
-	stopCtx func() bool
+	// stopWatch deregisters the context watch that ends the task when its
+	// context ends while it is queued or waiting. Written by the goroutine
+	// that owns the task before it queues or parks it, read by whoever
+	// completes it after a later transition, so the state word (or
+	// Pool.mu) orders the two.
+	stopWatch func() bool
 
-	// The pool's list of idle tasks, under Pool.mu, so Close can end them.
-	idlePrev, idleNext *Handle
-	inIdle             bool
-	// tracked: counted in Pool.live. False only while an inline first step
-	// runs; written by the stepping goroutine before any hand-over.
-	tracked bool
-	// recycle: spawned by Go, so the pool may reuse the handle once the
-	// task ends — unless escaped, set when the task took its handle.
-	recycle, escaped bool
+	// The pool's list of WAITING tasks, under Pool.mu, so Close can end
+	// them.
+	waitPrev, waitNext *Handle
+	// adopted: the pool counts the task among its running ones; false only
+	// while an inline first step runs.
+	adopted bool
+	// stats: the spawner holds the handle and may read its figures (Spawn,
+	// not Go).
+	stats bool
+	// invariants: Done was called (checked when invariants are on).
+	ended atomic.Bool
 
 	steps, yields, pendings, wakes atomic.Int64
 	wait, exec                     atomic.Int64
@@ -130,17 +167,14 @@ func (h *Handle) Stats() TaskStats {
 func (h *Handle) Wake() {
 	for {
 		switch h.state.Load() {
-		case stateIdle:
-			if h.state.CompareAndSwap(stateIdle, stateNotified) {
-				h.wakes.Add(1)
-				h.p.requeue(h)
-				return
-			}
 		case statePolling:
-			if h.state.CompareAndSwap(statePolling, stateNotifiedPolling) {
+			if h.noteWoken() {
 				h.wakes.Add(1)
 				return
 			}
+		case stateWaiting:
+			h.p.wakeWaiting(h)
+			return
 		default:
 			return
 		}
@@ -160,23 +194,13 @@ func (h *Handle) Cancel(err error) {
 	err = *h.cancel.Load()
 	for {
 		switch h.state.Load() {
-		case stateIdle:
-			if h.state.CompareAndSwap(stateIdle, stateCompleted) {
-				h.p.unidle(h)
-				h.p.finish(h, err, false)
-				return
-			}
-		case stateNotified:
-			// The entry stays in the queue as a tombstone a worker skips.
-			if h.state.CompareAndSwap(stateNotified, stateCompleted) {
-				h.p.dropped.Add(1)
-				h.p.finish(h, err, true)
-				return
-			}
 		case statePolling:
-			// Like a wake: a Pending return requeues it, and the check
-			// before the next step ends it.
-			if h.state.CompareAndSwap(statePolling, stateNotifiedPolling) {
+			// Like a wake: the end of the step sees the cancel.
+			if h.noteWoken() {
+				return
+			}
+		case stateQueued, stateWaiting:
+			if h.p.abort(h, err) {
 				return
 			}
 		default:
@@ -193,69 +217,11 @@ func (h *Handle) stopReason() error {
 	return h.ctx.Err()
 }
 
-// StepContext is what a step sees of the pool: its context, its handle, and
-// whether it should yield. It is valid only during the Step call it was
-// passed to; a task must not keep it.
-type StepContext struct {
-	h        *Handle
-	p        *Pool
-	w        *slot
-	start    time.Duration
-	deadline time.Duration
-	budget   int
-	used     int
-	gosched  bool
-	// preemptible: the task runs below level 0, so it yields early when
-	// level-0 work is queued.
-	preemptible bool
-	rows        int64
-	bytes       int64
-}
-
-// Context returns the context the task was spawned with.
-func (sc *StepContext) Context() context.Context { return sc.h.ctx }
-
-// Handle returns the task's handle, e.g. to give its waker to a producer
-// before returning Pending.
-func (sc *StepContext) Handle() *Handle {
-	sc.h.escaped = true
-	return sc.h
-}
-
-// ShouldYield is asked before each unit of work: true means the step has
-// used its time slice or its budget, or runs below level 0 while level-0
-// work waits, and should return Yield without doing the unit. A false answer uses one unit of budget. The first call of a step
-// is always false, so every step makes progress.
-//
-// On a pool worker it also gives the worker's P back to the Go scheduler
-// every quarter slice or so, so that the embedding program's goroutines are
-// not left waiting for Go's 10 ms preemption while steps run back to back.
-func (sc *StepContext) ShouldYield() bool {
-	if sc.used > 0 {
-		if sc.used >= sc.budget {
-			return true
-		}
-		if sc.preemptible && sc.p.urgent.Load() > 0 {
-			// A short read waits for one unit of this step, not all of it.
-			sc.p.preempted.Add(1)
-			return true
-		}
-		now := sc.p.now()
-		if now >= sc.deadline {
-			return true
-		}
-		if sc.gosched && now-sc.w.lastGosched >= sc.p.goschedEvery {
-			runtime.Gosched()
-			sc.w.lastGosched = sc.p.now()
-		}
+// watch ends the task when its context ends while nobody steps it: queued
+// (a deadline must hold while a read waits for a worker) or waiting. Called
+// by the task's owner before it queues or parks the task, once.
+func (h *Handle) watch() {
+	if h.stopWatch == nil && h.ctx.Done() != nil {
+		h.stopWatch = context.AfterFunc(h.ctx, func() { h.Cancel(h.ctx.Err()) })
 	}
-	sc.used++
-	return false
-}
-
-// Charge records what the step read, for the task's statistics and for
-// resource control.
-func (sc *StepContext) Charge(rows, bytes int64) {
-	sc.rows += rows
-	sc.bytes += bytes
 }

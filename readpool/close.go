@@ -1,0 +1,62 @@
+package readpool
+
+// Close stops the pool: Spawn fails with ErrClosed from now on, queued, held
+// and waiting tasks are completed with ErrClosed, running steps are waited
+// for (a task that would go on is completed with ErrClosed instead). When
+// Close returns every accepted task's Done has returned and no pool
+// goroutine is left. Close is idempotent; concurrent calls wait for the
+// first.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.closeDone
+		return nil
+	}
+	p.closed = true
+	p.closedFlag.Store(true)
+	now := p.now()
+	var ended []*Handle
+	// Pop(Forever) releases held tasks too.
+	for e := p.q.Pop(Forever); e != nil; e = p.q.Pop(Forever) {
+		p.q.Done(e, 0, now)
+		if !e.h.abort(stateQueued) {
+			panic("readpool: a queued task was not QUEUED")
+		}
+		ended = append(ended, e.h)
+	}
+	p.queued.Store(0)
+	for h := p.waiting.waitNext; h != &p.waiting; {
+		next := h.waitNext
+		if !h.abort(stateWaiting) {
+			panic("readpool: a waiting task was not WAITING")
+		}
+		p.removeWaitingLocked(h)
+		ended = append(ended, h)
+		h = next
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timerAt = 0
+	}
+	// Wake the parked workers so they exit; one whose slot is lent is woken
+	// by its borrower's giveBack, so the wait below also covers steps
+	// running inline.
+	for i := len(p.parked) - 1; i >= 0; i-- {
+		if w := p.parked[i]; w.lend.CompareAndSwap(lendFree, lendAwake) {
+			p.removeParkedLocked(w)
+			signal(w)
+		}
+	}
+	p.mu.Unlock()
+
+	for _, h := range ended {
+		p.complete(h, ErrClosed, &p.endedOff)
+	}
+	close(p.quit)
+	p.wg.Wait()
+	p.ending.Wait()
+	p.inv.checkDrained(p)
+	close(p.closeDone)
+	return nil
+}

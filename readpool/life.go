@@ -1,0 +1,177 @@
+package readpool
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// The pool's side of a task's life: into and out of the queue, into and
+// out of the waiting list, and the one routine that ends every task.
+
+// pushLocked queues a task its owner has just moved to QUEUED and, with
+// unpark, when the queue has ready work, picks a parked worker whose slot is
+// not lent to run it; the caller wakes that worker (signal) after
+// unlocking, so that the goroutine hand-off is not made under the lock. A
+// worker requeueing the task it stepped does not unpark another: it pops
+// next itself.
+func (p *Pool) pushLocked(h *Handle, now time.Duration, unpark bool) *worker {
+	h.e.enqueued = now
+	p.q.Push(&h.e, now)
+	p.syncQueuedLocked(now)
+	if !unpark || p.q.Len() == 0 {
+		return nil // held back: the timer will wake a worker
+	}
+	return p.unparkOneLocked()
+}
+
+// popLocked pops the next ready task and takes it to POLLING; it counts
+// among the running tasks from here until fileLocked. A popped task that
+// must not step (its context ended, or it was cancelled, a moment ago: the
+// watch's goroutine has not reached it yet) is returned with the reason
+// instead, completed and uncounted, for the caller to end after unlocking.
+func (p *Pool) popLocked(now time.Duration) (*Handle, error) {
+	e := p.q.Pop(now)
+	p.syncQueuedLocked(now)
+	if e == nil {
+		return nil, nil
+	}
+	h := e.h
+	if !h.take() {
+		panic("readpool: popped a task that was not queued")
+	}
+	if err := h.stopReason(); err != nil {
+		p.q.Done(e, 0, now)
+		h.finish()
+		p.dropped.Add(1)
+		return h, err
+	}
+	p.running++
+	return h, nil
+}
+
+// syncQueuedLocked mirrors the queue's length for lock-free readers and arms
+// the timer for the queue's held tasks.
+func (p *Pool) syncQueuedLocked(now time.Duration) {
+	p.queued.Store(int64(p.q.Len()))
+	if n, until := p.q.Held(); n > 0 && (p.timerAt == 0 || until < p.timerAt) && !p.closed {
+		p.timerAt = max(until, now+1)
+		d := p.timerAt - now
+		if p.timer == nil {
+			p.timer = time.AfterFunc(d, p.heldReady)
+		} else {
+			p.timer.Reset(d)
+		}
+	}
+}
+
+// heldReady runs when the first held task's time has come: a parked worker
+// is woken to pop it (Pop releases held tasks whose time has come). When
+// every worker is busy, or lent to an inline step, one of them pops it after
+// its step; the timer looks again a slice later in case none does.
+func (p *Pool) heldReady() {
+	p.mu.Lock()
+	p.timerAt = 0
+	var w *worker
+	if !p.closed {
+		if w = p.unparkOneLocked(); w == nil {
+			now := p.now()
+			p.timerAt = now + p.opts.TimeSlice
+			p.timer.Reset(p.opts.TimeSlice)
+		}
+	}
+	p.mu.Unlock()
+	signal(w)
+}
+
+// wakeWaiting moves a WAITING task back to the queue for Handle.Wake.
+func (p *Pool) wakeWaiting(h *Handle) {
+	p.mu.Lock()
+	if !h.unpark() {
+		// Cancelled, or woken by someone else, since the caller looked.
+		p.mu.Unlock()
+		return
+	}
+	h.wakes.Add(1)
+	p.wakes.Add(1)
+	p.removeWaitingLocked(h)
+	w := p.pushLocked(h, p.now(), true)
+	p.mu.Unlock()
+	signal(w)
+}
+
+// abort ends a QUEUED or WAITING task for Handle.Cancel (a cancel, or its
+// context's end), on the calling goroutine. It reports false when the task
+// was in neither state by the time the lock was taken.
+func (p *Pool) abort(h *Handle, err error) bool {
+	p.mu.Lock()
+	switch {
+	case h.abort(stateQueued):
+		if !p.q.Remove(&h.e) {
+			panic("readpool: a queued task was not in its queue")
+		}
+		p.syncQueuedLocked(p.now())
+		p.dropped.Add(1)
+	case h.abort(stateWaiting):
+		p.removeWaitingLocked(h)
+	default:
+		p.mu.Unlock()
+		return false
+	}
+	// Close waits for completions made off the workers.
+	p.ending.Add(1)
+	p.mu.Unlock()
+	p.complete(h, err, &p.endedOff)
+	p.ending.Done()
+	return true
+}
+
+// complete ends a task: the caller has moved it to COMPLETED and taken it
+// out of the queue and the waiting list. It deregisters the context watch,
+// counts how the task ended (in completed: the stepping slot's counter, or
+// the pool's for tasks ended off the workers, so the hot path shares no
+// counter), and calls its Done — the last thing the pool does with the
+// task, on every path.
+func (p *Pool) complete(h *Handle, err error, completed *atomic.Int64) {
+	if h.stopWatch != nil {
+		h.stopWatch()
+	}
+	checkOnce(h)
+	if err != nil {
+		var pe *PanicError
+		switch {
+		case errors.As(err, &pe):
+			p.panicked.Add(1)
+		case !errors.Is(err, ErrClosed):
+			p.cancelled.Add(1)
+		}
+	}
+	completed.Add(1)
+	callDone(h.t, err, &p.panicked)
+}
+
+func callDone(t Task, err error, panicked *atomic.Int64) {
+	defer func() {
+		if recover() != nil {
+			panicked.Add(1) // the task's own cleanup failed; the pool goes on
+		}
+	}()
+	t.Done(err)
+}
+
+// The waiting list: tasks that returned Pending, so Close can end them.
+
+func (p *Pool) addWaitingLocked(h *Handle) {
+	h.waitPrev = p.waiting.waitPrev
+	h.waitNext = &p.waiting
+	h.waitPrev.waitNext = h
+	p.waiting.waitPrev = h
+	p.waitingN++
+}
+
+func (p *Pool) removeWaitingLocked(h *Handle) {
+	h.waitPrev.waitNext = h.waitNext
+	h.waitNext.waitPrev = h.waitPrev
+	h.waitPrev, h.waitNext = nil, nil
+	p.waitingN--
+}

@@ -1,0 +1,135 @@
+package readpool
+
+import "context"
+
+// Spawn hands t to the pool. It fails at once with ErrBusy when MaxTasks
+// tasks are queued or running and with ErrClosed after Close; then t is not
+// started and its Done is not called. Otherwise Done will be called exactly
+// once — at once, on this goroutine, when ctx is already done. A task whose
+// context ends while it is queued or waiting is ended at once, on the
+// goroutine that saw the context end, without waiting for a worker.
+func (p *Pool) Spawn(ctx context.Context, t Task, o SpawnOptions) (*Handle, error) {
+	return p.spawn(ctx, t, o, true)
+}
+
+// Go is Spawn for a task nobody needs a handle to — a Get, whose caller
+// waits for the task's Done. The task's figures are not kept.
+func (p *Pool) Go(ctx context.Context, t Task, o SpawnOptions) error {
+	_, err := p.spawn(ctx, t, o, false)
+	return err
+}
+
+func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*Handle, error) {
+	if p.closedFlag.Load() {
+		return nil, ErrClosed
+	}
+	h := &Handle{p: p, t: t, ctx: ctx, stats: stats}
+	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Tag: o.Tag, h: h}
+	// The spawner owns the task, as a worker owns a stepping one, until it
+	// queues it: a cancel meanwhile is noted, not acted on.
+	h.state.Store(statePolling)
+	if err := ctx.Err(); err != nil {
+		return p.spawnDone(h, err)
+	}
+	if o.Inline && p.queued.Load() == 0 && p.q.MayInline(&h.e) {
+		if w := p.borrow(); w != nil {
+			return p.spawnInline(h, w)
+		}
+	}
+	h.watch()
+	now := p.now()
+	p.mu.Lock()
+	if err := p.admitLocked(); err != nil {
+		p.mu.Unlock()
+		if h.stopWatch != nil {
+			h.stopWatch()
+		}
+		return nil, err
+	}
+	p.inv.accept()
+	h.adopted = true
+	h.requeue()
+	if err := h.stopReason(); err != nil {
+		// The context ended since we looked.
+		h.abort(stateQueued)
+		p.dropped.Add(1)
+		p.ending.Add(1)
+		p.mu.Unlock()
+		p.complete(h, err, &p.endedOff)
+		p.ending.Done()
+		return h, nil
+	}
+	w := p.pushLocked(h, now, true)
+	p.mu.Unlock()
+	signal(w)
+	return h, nil
+}
+
+// admitLocked says whether the pool takes one more task: not after Close,
+// and not with MaxTasks queued (ready) or running. Tasks the queue holds
+// back and tasks waiting for a wake do not count (tikv #18491).
+func (p *Pool) admitLocked() error {
+	if p.closed {
+		return ErrClosed
+	}
+	if p.running+p.q.Len() >= p.opts.MaxTasks {
+		p.rejected.Add(1)
+		return ErrBusy
+	}
+	p.spawned++
+	return nil
+}
+
+// spawnDone accepts a task whose context is already done and ends it on
+// the spawner's goroutine, without a step.
+func (p *Pool) spawnDone(h *Handle, err error) (*Handle, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	p.spawned++
+	p.inv.accept()
+	p.dropped.Add(1)
+	p.ending.Add(1)
+	p.mu.Unlock()
+	h.finish()
+	p.complete(h, err, &p.endedOff)
+	p.ending.Done()
+	return h, nil
+}
+
+// spawnInline runs h's first step on the caller's goroutine in w's slot.
+// A task that finishes in that step touches no shared lock or counter (the
+// queue does not see it either: it overtook nobody and took no time from
+// anyone waiting); one that yields or waits is adopted by the pool.
+func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
+	if p.closedFlag.Load() { // Close may have missed our borrow: see giveBack
+		p.giveBack(w)
+		return nil, ErrClosed
+	}
+	p.inv.accept()
+	s := &w.lent
+	s.stats.inline.Add(1)
+	now := p.now()
+	h.e.enqueued = now
+	r := p.step(s, h, now, false)
+	if r.finished() {
+		p.completeStep(s, h, &r)
+		p.giveBack(w)
+		return h, nil
+	}
+	p.mu.Lock()
+	h.adopted = true
+	p.running++
+	p.q.Ran(&h.e, r.start)
+	stop, wk := p.fileLocked(h, &r, true)
+	p.mu.Unlock()
+	signal(wk)
+	if stop != nil {
+		// Close waits for this slot (giveBack below), so for this Done too.
+		p.complete(h, stop, &s.stats.completed)
+	}
+	p.giveBack(w)
+	return h, nil
+}

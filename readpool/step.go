@@ -1,0 +1,200 @@
+package readpool
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"time"
+)
+
+// StepContext is what a step sees of the pool: its context, its handle, and
+// whether it should yield. It is valid only during the Step call it was
+// passed to; a task must not keep it.
+type StepContext struct {
+	h        *Handle
+	p        *Pool
+	w        *slot
+	deadline time.Duration
+	budget   int
+	used     int
+	gosched  bool
+	// class is the step's urgency class (Entry.Class): it yields early
+	// when the queue's hint says more urgent work waits.
+	class int64
+	rows  int64
+	bytes int64
+}
+
+// Context returns the context the task was spawned with.
+func (sc *StepContext) Context() context.Context { return sc.h.ctx }
+
+// Handle returns the task's handle, e.g. to give its waker to a producer
+// before returning Pending.
+func (sc *StepContext) Handle() *Handle { return sc.h }
+
+// ShouldYield is asked before each unit of work: true means the step has
+// used its time slice or its budget, or more urgent work waits (the queue's
+// Preemption hint), and should return Yield without doing the unit. A false
+// answer uses one unit of budget. The first call of a step is always false,
+// so every step makes progress.
+//
+// On a pool worker it also gives the worker's P back to the Go scheduler
+// every quarter slice or so, so that the embedding program's goroutines are
+// not left waiting for Go's 10 ms preemption while steps run back to back.
+func (sc *StepContext) ShouldYield() bool {
+	if sc.used > 0 {
+		if sc.used >= sc.budget {
+			return true
+		}
+		if sc.class > sc.p.pre.Load() {
+			// Urgent work waits for one unit of this step, not all of it.
+			sc.p.preempted.Add(1)
+			return true
+		}
+		now := sc.p.now()
+		if now >= sc.deadline {
+			return true
+		}
+		if sc.gosched && now-sc.w.lastGosched >= sc.p.goschedEvery {
+			runtime.Gosched()
+			sc.w.lastGosched = sc.p.now()
+		}
+	}
+	sc.used++
+	return false
+}
+
+// Charge records what the step read, for the task's statistics and for
+// resource control.
+func (sc *StepContext) Charge(rows, bytes int64) {
+	sc.rows += rows
+	sc.bytes += bytes
+}
+
+// stepResult is what one step did: how it ended and when.
+type stepResult struct {
+	status     Status
+	perr       error // the step panicked
+	start, end time.Duration
+}
+
+func (r *stepResult) elapsed() time.Duration { return r.end - r.start }
+
+// finished reports whether the step ended its task.
+func (r *stepResult) finished() bool { return r.perr != nil || r.status == Ready }
+
+// step runs one step of h, which the caller owns (POLLING), on slot w from
+// pool time start, and records its figures. Filing the task afterwards is
+// the caller's: completeStep for a finished task, fileLocked otherwise.
+func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool) stepResult {
+	e := &h.e
+	wait := start - e.enqueued
+	sc := &w.sc
+	*sc = StepContext{h: h, p: p, w: w, deadline: start + p.opts.TimeSlice, budget: p.opts.Budget, gosched: gosched, class: e.Class}
+	w.stepStart.Store(int64(start) + 1)
+	p.pokeMonitor()
+
+	status, perr := callStep(h.t, sc)
+
+	end := p.now()
+	w.stepStart.Store(0)
+	if w.longFor.Swap(0) != 0 {
+		p.stuck.Add(-1)
+	}
+	elapsed := end - start
+	e.Elapsed += elapsed
+	if h.stats {
+		h.steps.Add(1)
+		h.wait.Add(int64(wait))
+		h.exec.Add(int64(elapsed))
+		if sc.rows != 0 || sc.bytes != 0 {
+			h.rows.Add(sc.rows)
+			h.bytes.Add(sc.bytes)
+		}
+	}
+	w.stats.steps.Add(1)
+	w.stats.wait.Record(wait)
+	w.stats.step.Record(elapsed)
+	if a := p.opts.Accountant; a != nil {
+		a.Charge(e, Usage{Exec: elapsed, Rows: sc.rows, Bytes: sc.bytes})
+	}
+	*sc = StepContext{} // the context is dead: drop references
+
+	r := stepResult{status: status, perr: perr, start: start, end: end}
+	switch {
+	case r.finished():
+	case status == Yield:
+		w.stats.yields.Add(1)
+		if h.stats {
+			h.yields.Add(1)
+		}
+		h.watch()
+	default:
+		w.stats.pendings.Add(1)
+		if h.stats {
+			h.pendings.Add(1)
+		}
+		h.watch()
+	}
+	return r
+}
+
+func callStep(t Task, sc *StepContext) (s Status, perr error) {
+	defer func() {
+		if r := recover(); r != nil {
+			perr = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return t.Step(sc), nil
+}
+
+// completeStep ends a task whose step finished it, on the stepping
+// goroutine. The queue's accounting of the step follows under the pool's
+// lock (fileLocked), after the task's Done: the caller waiting for the
+// result is not kept waiting for the lock.
+func (p *Pool) completeStep(w *slot, h *Handle, r *stepResult) {
+	h.finish()
+	p.complete(h, r.perr, &w.stats.completed)
+}
+
+// fileLocked accounts a step of an adopted task with the queue and files
+// the task by the step's result: finished tasks (already completed by
+// completeStep) leave, yielding ones go back in the queue, pending ones
+// wait — unless the task must stop (cancelled, context done, pool closed),
+// in which case it is returned with the reason, to be completed once the
+// lock is released. With unpark it returns a parked worker to wake for a
+// requeued task.
+func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (stop error, w *worker) {
+	e := &h.e
+	p.running--
+	if r.finished() {
+		p.q.Done(e, r.elapsed(), r.end)
+		return nil, nil
+	}
+	if r.status == Pending && h.park() {
+		p.q.Done(e, r.elapsed(), r.end)
+		if p.closed {
+			// Close has swept the waiting list already.
+			h.abort(stateWaiting)
+			return ErrClosed, nil
+		}
+		p.addWaitingLocked(h)
+		return nil, nil
+	}
+	// A Yield, or a Pending that was woken (or cancelled) during its step.
+	h.requeue()
+	err := h.stopReason()
+	if err == nil && p.closed {
+		err = ErrClosed
+	}
+	if err != nil {
+		h.abort(stateQueued)
+		p.q.Done(e, r.elapsed(), r.end)
+		return err, nil
+	}
+	// Push before Done, so that the MLFQ sees the task's level still busy
+	// and does not treat its return as a level back from idleness.
+	w = p.pushLocked(h, r.end, unpark)
+	p.q.Done(e, r.elapsed(), r.end)
+	return nil, w
+}

@@ -1,0 +1,233 @@
+package readpool
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/coopkv/coopkv/readpool/internal/hist"
+)
+
+// slot is where a step runs: the StepContext, Gosched clock and counters of
+// whoever holds it. stepStart is the pool time the current step began, +1
+// (0 = idle), read by the monitor. longFor is the stepStart of a step the
+// monitor found stuck (0 = none): every successful set of it is matched by
+// one successful clear, Pool.stuck is raised before the set and lowered
+// after the clear, so stuck counts flagged steps and never goes below 0.
+type slot struct {
+	sc          StepContext
+	lastGosched time.Duration
+	stepStart   atomic.Int64
+	longFor     atomic.Int64
+	stats       workerStats
+	_           [64]byte // keep slots of different goroutines off one cache line
+}
+
+// Lend states of a worker's execution slot.
+const (
+	lendAwake uint32 = iota // the worker runs, or is about to
+	lendFree                // the worker is parked; a caller may borrow its slot
+	lendLent                // the worker is parked and a caller runs a step in its place
+)
+
+// worker is one pool goroutine. While it is parked its slot may be lent to
+// a caller that runs a first step inline (a CAS on lend, no lock), so there
+// are never more than Workers steps at once; the borrower then uses the
+// worker's second slot, lent, whose counters are the borrower's alone.
+type worker struct {
+	own    slot
+	lent   slot
+	lend   atomic.Uint32
+	wake   chan struct{} // capacity 1: whoever moves lend to lendAwake sends once
+	extra  bool
+	parked bool // in Pool.parked; under Pool.mu
+}
+
+type workerStats struct {
+	steps, yields, pendings atomic.Int64
+	inline                  atomic.Int64 // first steps run inline on this slot
+	completed               atomic.Int64 // tasks ended by a step on this slot
+	wait, step              hist.Histogram
+}
+
+func (s *workerStats) add(o *workerStats) {
+	s.steps.Add(o.steps.Load())
+	s.yields.Add(o.yields.Load())
+	s.pendings.Add(o.pendings.Load())
+	s.inline.Add(o.inline.Load())
+	s.completed.Add(o.completed.Load())
+	s.wait.Merge(&o.wait)
+	s.step.Merge(&o.step)
+}
+
+// borrow lends the caller the slot of a parked worker, or returns nil.
+func (p *Pool) borrow() *worker {
+	n := len(p.workers)
+	start := int(rand.Uint32() % uint32(n)) // per-thread state: cheap, no lock
+	for i := range n {
+		w := p.workers[(start+i)%n]
+		if w.lend.Load() == lendFree && w.lend.CompareAndSwap(lendFree, lendLent) {
+			return w
+		}
+	}
+	return nil
+}
+
+// giveBack returns a borrowed slot. If work was queued meanwhile (a pusher
+// found the slot lent and woke nobody) or the pool is closing, the worker is
+// woken to take it. The store of lendFree before the load of queued here,
+// and the pusher's store to queued before its CAS of lend, make sure that
+// one of the two sees the other.
+func (p *Pool) giveBack(w *worker) {
+	w.lend.Store(lendFree)
+	if p.queued.Load() == 0 && !p.closedFlag.Load() {
+		return
+	}
+	p.mu.Lock()
+	if w.parked && w.lend.CompareAndSwap(lendFree, lendAwake) {
+		p.removeParkedLocked(w)
+		signal(w)
+	}
+	p.mu.Unlock()
+}
+
+// unparkOneLocked takes a parked worker whose slot is not lent off the
+// parked list, for the caller to signal after unlocking; nil if none.
+func (p *Pool) unparkOneLocked() *worker {
+	for i := len(p.parked) - 1; i >= 0; i-- {
+		if w := p.parked[i]; w.lend.CompareAndSwap(lendFree, lendAwake) {
+			p.removeParkedLocked(w)
+			return w
+		}
+	}
+	return nil
+}
+
+// signal sends w, taken off the parked list, its wake-up token.
+func signal(w *worker) {
+	if w != nil {
+		w.wake <- struct{}{}
+	}
+}
+
+func (p *Pool) removeParkedLocked(w *worker) {
+	for i, pw := range p.parked {
+		if pw == w {
+			p.parked = append(p.parked[:i], p.parked[i+1:]...)
+			break
+		}
+	}
+	w.parked = false
+}
+
+// spinBeforePark is how many times a worker with nothing to do yields its
+// P, watching the queue, before it sleeps. A task spawned meanwhile costs no
+// futex sleep and wake-up; the worker's slot stays lendable while it spins.
+const spinBeforePark = 4
+
+// work is a worker's loop: file the last step's task and pop the next under
+// one lock, step it, cooperate with Go's scheduler, park when there is
+// nothing to do. An extra worker exits instead of parking, and as soon as
+// there are more extras than stuck steps.
+func (p *Pool) work(w *worker) {
+	defer p.wg.Done()
+	s := &w.own
+	s.lastGosched = p.now()
+	now := s.lastGosched
+	var last *Handle // the last step's task, filed under the next lock
+	var r stepResult
+	for {
+		p.mu.Lock()
+		if last != nil {
+			h := last
+			last = nil
+			if stop, _ := p.fileLocked(h, &r, false); stop != nil {
+				p.mu.Unlock()
+				p.complete(h, stop, &s.stats.completed)
+				continue
+			}
+		}
+		if invariants {
+			p.checkLocked()
+		}
+		if w.extra && (p.closed || int64(p.extras) > p.stuck.Load()) {
+			p.retireLocked(w)
+			return
+		}
+		h, stop := p.popLocked(now)
+		if stop != nil {
+			p.mu.Unlock()
+			p.complete(h, stop, &s.stats.completed)
+			now = p.now()
+			continue
+		}
+		if h == nil {
+			if p.closed || w.extra {
+				if w.extra {
+					p.retireLocked(w)
+				} else {
+					p.mu.Unlock()
+				}
+				return
+			}
+			p.park(w)
+			s.lastGosched = p.now()
+			now = s.lastGosched
+			continue
+		}
+		p.mu.Unlock()
+		r = p.step(s, h, now, true)
+		if r.finished() {
+			p.completeStep(s, h, &r)
+		}
+		last = h
+		// The end of one step is the start of the next pop: one clock read
+		// per step, not two.
+		now = r.end
+		if now-s.lastGosched >= p.goschedEvery {
+			// Hand the P back before the next task: the program's other
+			// goroutines would otherwise wait for Go's 10 ms preemption.
+			runtime.Gosched()
+			s.lastGosched = p.now()
+			now = s.lastGosched
+		}
+	}
+}
+
+// park puts w, under p.mu (which it releases), on the parked list, spins a
+// little, and sleeps until a pusher, a borrower's giveBack, the held-task
+// timer or Close wakes it. It returns without the lock.
+func (p *Pool) park(w *worker) {
+	w.lend.Store(lendFree)
+	w.parked = true
+	p.parked = append(p.parked, w)
+	p.mu.Unlock()
+	for i := 0; i < spinBeforePark && p.queued.Load() == 0 && !p.closedFlag.Load(); i++ {
+		runtime.Gosched()
+	}
+	p.mu.Lock()
+	if w.parked && (p.q.Len() > 0 || p.closed) && w.lend.CompareAndSwap(lendFree, lendAwake) {
+		// Work arrived and nobody woke us for it: take the slot back.
+		p.removeParkedLocked(w)
+		p.mu.Unlock()
+		return
+	}
+	// Sleep. Already woken: a token waits in w.wake. Free or lent: a
+	// pusher, the borrower's giveBack or Close will wake us.
+	p.mu.Unlock()
+	<-w.wake
+}
+
+// retireLocked ends an extra worker (or is a no-op accounting for others);
+// it releases p.mu. Work left in the queue goes to a parked worker.
+func (p *Pool) retireLocked(w *worker) {
+	p.extras--
+	p.retired.add(&w.own.stats)
+	var wk *worker
+	if p.q.Len() > 0 {
+		wk = p.unparkOneLocked()
+	}
+	p.mu.Unlock()
+	signal(wk)
+}
