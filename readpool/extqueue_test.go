@@ -79,9 +79,9 @@ func (q *roundRobin) Remove(e *readpool.Entry) bool {
 }
 
 func (q *roundRobin) Done(*readpool.Entry, time.Duration, time.Duration) { q.steps++ }
-func (q *roundRobin) Len() int                                          { return q.n }
-func (q *roundRobin) Held() (int, time.Duration)                        { return 0, 0 }
-func (q *roundRobin) Preemption() *readpool.Preemption                  { return q.pre }
+func (q *roundRobin) Len() int                                           { return q.n }
+func (q *roundRobin) Held() (int, time.Duration)                         { return 0, 0 }
+func (q *roundRobin) Preemption() *readpool.Preemption                   { return q.pre }
 func (q *roundRobin) Stats() readpool.QueueStats {
 	return readpool.QueueStats{Kind: "round-robin", Levels: []readpool.LevelStats{{Queued: q.n, Steps: q.steps}}}
 }
