@@ -3,6 +3,17 @@
 // a pluggable Queue — a multilevel feedback queue by default, FIFO as the
 // baseline, or a priority queue for resource control.
 //
+// # Policy and concurrency
+//
+// The [Queue] owns every scheduling rule; the pool owns workers, locking,
+// the clock and MaxTasks. The pool asks the queue whether an arriving task
+// may run its first step at once ([Queue.MayInline]), reads the queue's
+// [Preemption] hint once per unit of work (one atomic load: "more urgent
+// work than your class waits, yield"), and lets the queue hold ready tasks
+// back until a time it names ([Queue.Held]; a held task holds no worker and
+// takes no room under MaxTasks). [EntryList] and [EntryHeap] are exported so
+// that a queue can be written outside this package.
+//
 // It knows nothing of Pebble or of the store above it; kv, scan and coproc
 // express their reads as Tasks.
 //
@@ -14,10 +25,11 @@
 // Done is called exactly once when the task ends, with nil or the reason it
 // was ended early, and must release what the task holds.
 //
-// Each task's state is one atomic word (NOTIFIED, POLLING,
-// NOTIFIED-while-POLLING, IDLE, COMPLETED): a wake during a step is never
-// lost, a task is never stepped by two workers at once, and a wake after
-// completion is a no-op.
+// Each task's state is one atomic word (QUEUED, POLLING, POLLING_WOKEN,
+// WAITING, COMPLETED; every transition is in task.go): a wake during a step
+// is never lost, a task is never stepped by two workers at once, and a wake
+// after completion is a no-op. Every path that ends a task goes through one
+// completion routine, and Done is the last thing the pool does with it.
 //
 // # Workers and the Go scheduler
 //
@@ -35,15 +47,26 @@
 // # Overload, cancellation, failures
 //
 // At MaxTasks queued and running tasks Spawn fails with [ErrBusy]; Pending
-// tasks do not count (tikv #18491). A task whose context is done is ended
-// without running; one cancelled while it runs ends at its next step
-// boundary. A panicking step ends its task with a [*PanicError]; the worker
+// and held tasks do not count (tikv #18491). A task whose context is done
+// is ended without running. Deadlines hold while a task waits: when the
+// context of a queued, held or waiting task ends, the task is taken out of
+// the queue and ended at once, without waiting for a worker (counted in
+// Stats.Dropped while queued). One cancelled while it runs ends at its next
+// step boundary. A panicking step ends its task with a [*PanicError]; the worker
 // lives on. A step that runs longer than LongStep is noticed, and temporary
 // extra workers (at most Workers at once) run the other tasks until it
 // returns.
 //
 // # Close
 //
-// [Pool.Close] ends every task still accepted — queued, waiting or yielding —
-// with [ErrClosed], waits for running steps, and leaves no goroutine behind.
+// [Pool.Close] ends every task still accepted — queued, held, waiting or
+// yielding — with [ErrClosed], waits for running steps, and leaves no
+// goroutine behind.
+//
+// # Self-checks
+//
+// Under `go test -race` (or -tags invariants) the pool checks its own
+// bookkeeping: no counter goes negative, every accepted task is completed
+// exactly once, nothing is left after Close. Production builds compile the
+// checks out.
 package readpool

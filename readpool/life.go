@@ -53,7 +53,9 @@ func (p *Pool) popLocked(now time.Duration) (*Handle, error) {
 // syncQueuedLocked mirrors the queue's length for lock-free readers and arms
 // the timer for the queue's held tasks.
 func (p *Pool) syncQueuedLocked(now time.Duration) {
-	p.queued.Store(int64(p.q.Len()))
+	if n := int64(p.q.Len()); p.queued.Load() != n {
+		p.queued.Store(n)
+	}
 	if n, until := p.q.Held(); n > 0 && (p.timerAt == 0 || until < p.timerAt) && !p.closed {
 		p.timerAt = max(until, now+1)
 		d := p.timerAt - now
