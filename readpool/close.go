@@ -20,7 +20,7 @@ func (p *Pool) Close() error {
 	// Pop(Forever) releases held tasks too.
 	for e := p.q.Pop(Forever); e != nil; e = p.q.Pop(Forever) {
 		p.q.Done(e, 0, now)
-		if !e.h.abort(stateQueued) {
+		if !e.h.abort(e.h.gen, stateQueued) {
 			panic("readpool: a queued task was not QUEUED")
 		}
 		ended = append(ended, e.h)
@@ -28,7 +28,7 @@ func (p *Pool) Close() error {
 	p.queued.Store(0)
 	for h := p.waiting.waitNext; h != &p.waiting; {
 		next := h.waitNext
-		if !h.abort(stateWaiting) {
+		if !h.abort(h.gen, stateWaiting) {
 			panic("readpool: a waiting task was not WAITING")
 		}
 		p.removeWaitingLocked(h)
@@ -52,6 +52,7 @@ func (p *Pool) Close() error {
 
 	for _, h := range ended {
 		p.complete(h, ErrClosed, &p.endedOff)
+		p.recycle(h)
 	}
 	close(p.quit)
 	p.wg.Wait()

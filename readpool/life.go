@@ -86,15 +86,16 @@ func (p *Pool) heldReady() {
 	signal(w)
 }
 
-// wakeWaiting moves a WAITING task back to the queue for Handle.Wake.
-func (p *Pool) wakeWaiting(h *Handle) {
+// wakeWaiting moves generation gen's WAITING task back to the queue for a
+// Wake.
+func (p *Pool) wakeWaiting(h *Handle, gen uint64) {
 	p.mu.Lock()
-	if !h.unpark() {
+	if !h.unpark(gen) {
 		// Cancelled, or woken by someone else, since the caller looked.
 		p.mu.Unlock()
 		return
 	}
-	h.wakes.Add(1)
+	h.noteWake()
 	p.wakes.Add(1)
 	p.removeWaitingLocked(h)
 	w := p.pushLocked(h, p.now(), true)
@@ -105,16 +106,16 @@ func (p *Pool) wakeWaiting(h *Handle) {
 // abort ends a QUEUED or WAITING task for Handle.Cancel (a cancel, or its
 // context's end), on the calling goroutine. It reports false when the task
 // was in neither state by the time the lock was taken.
-func (p *Pool) abort(h *Handle, err error) bool {
+func (p *Pool) abort(h *Handle, gen uint64, err error) bool {
 	p.mu.Lock()
 	switch {
-	case h.abort(stateQueued):
+	case h.abort(gen, stateQueued):
 		if !p.q.Remove(&h.e) {
 			panic("readpool: a queued task was not in its queue")
 		}
 		p.syncQueuedLocked(p.now())
 		p.dropped.Add(1)
-	case h.abort(stateWaiting):
+	case h.abort(gen, stateWaiting):
 		p.removeWaitingLocked(h)
 	default:
 		p.mu.Unlock()
@@ -124,6 +125,7 @@ func (p *Pool) abort(h *Handle, err error) bool {
 	p.ending.Add(1)
 	p.mu.Unlock()
 	p.complete(h, err, &p.endedOff)
+	p.recycle(h)
 	p.ending.Done()
 	return true
 }

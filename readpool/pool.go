@@ -167,6 +167,7 @@ type Pool struct {
 	preempted  atomic.Int64 // steps cut short for more urgent work
 	stuck      atomic.Int64 // steps running longer than LongStep
 
+	handles       sync.Pool // recycled handles of Go tasks (see Handle.gen)
 	workers       []*worker
 	wg            sync.WaitGroup // workers, extra workers, monitor
 	ending        sync.WaitGroup // completions made off the workers (cancels, context ends)
@@ -199,6 +200,7 @@ func New(opts Options) (*Pool, error) {
 	if p.pre == nil {
 		return nil, errors.New("readpool: the queue returned a nil Preemption")
 	}
+	p.handles.New = func() any { return &Handle{p: p} }
 	p.waiting.waitNext, p.waiting.waitPrev = &p.waiting, &p.waiting
 	p.workers = make([]*worker, opts.Workers)
 	for i := range p.workers {

@@ -13,7 +13,9 @@ func (p *Pool) Spawn(ctx context.Context, t Task, o SpawnOptions) (*Handle, erro
 }
 
 // Go is Spawn for a task nobody needs a handle to — a Get, whose caller
-// waits for the task's Done. The task's figures are not kept.
+// waits for the task's Done. The task's figures are not kept, and its
+// handle is reused once it has ended (no allocation per task); the task
+// itself reaches it only through StepContext.Waker, which stays safe.
 func (p *Pool) Go(ctx context.Context, t Task, o SpawnOptions) error {
 	_, err := p.spawn(ctx, t, o, false)
 	return err
@@ -23,11 +25,17 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 	if p.closedFlag.Load() {
 		return nil, ErrClosed
 	}
-	h := &Handle{p: p, t: t, ctx: ctx, stats: stats}
+	var h *Handle
+	if stats {
+		h = &Handle{p: p, stats: true}
+	} else {
+		h = p.handles.Get().(*Handle)
+	}
+	h.t, h.ctx = t, ctx
 	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Tag: o.Tag, h: h}
 	// The spawner owns the task, as a worker owns a stepping one, until it
 	// queues it: a cancel meanwhile is noted, not acted on.
-	h.state.Store(statePolling)
+	h.state.Store(h.word(statePolling))
 	if err := ctx.Err(); err != nil {
 		return p.spawnDone(h, err)
 	}
@@ -51,11 +59,12 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 	h.requeue()
 	if err := h.stopReason(); err != nil {
 		// The context ended since we looked.
-		h.abort(stateQueued)
+		h.abort(h.gen, stateQueued)
 		p.dropped.Add(1)
 		p.ending.Add(1)
 		p.mu.Unlock()
 		p.complete(h, err, &p.endedOff)
+		p.recycle(h)
 		p.ending.Done()
 		return h, nil
 	}
@@ -95,6 +104,7 @@ func (p *Pool) spawnDone(h *Handle, err error) (*Handle, error) {
 	p.mu.Unlock()
 	h.finish()
 	p.complete(h, err, &p.endedOff)
+	p.recycle(h)
 	p.ending.Done()
 	return h, nil
 }
@@ -116,6 +126,7 @@ func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
 	r := p.step(s, h, now, false)
 	if r.finished() {
 		p.completeStep(s, h, &r)
+		p.recycle(h)
 		p.giveBack(w)
 		return h, nil
 	}
@@ -129,6 +140,7 @@ func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
 	if stop != nil {
 		// Close waits for this slot (giveBack below), so for this Done too.
 		p.complete(h, stop, &s.stats.completed)
+		p.recycle(h)
 	}
 	p.giveBack(w)
 	return h, nil

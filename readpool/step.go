@@ -28,9 +28,19 @@ type StepContext struct {
 // Context returns the context the task was spawned with.
 func (sc *StepContext) Context() context.Context { return sc.h.ctx }
 
-// Handle returns the task's handle, e.g. to give its waker to a producer
-// before returning Pending.
-func (sc *StepContext) Handle() *Handle { return sc.h }
+// Handle returns the handle Spawn returned for the task, or nil for a task
+// started with Go, whose handle the pool reuses: use Waker to be woken.
+func (sc *StepContext) Handle() *Handle {
+	if !sc.h.stats {
+		return nil
+	}
+	return sc.h
+}
+
+// Waker returns what wakes this task when it returns Pending: give it to
+// the producer of the awaited event. It stays safe to use after the task
+// has ended (a no-op then), whatever happens to the task's handle.
+func (sc *StepContext) Waker() Waker { return Waker{sc.h, sc.h.gen} }
 
 // ShouldYield is asked before each unit of work: true means the step has
 // used its time slice or its budget, or more urgent work waits (the queue's
@@ -169,13 +179,14 @@ func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (stop error, w 
 	p.running--
 	if r.finished() {
 		p.q.Done(e, r.elapsed(), r.end)
+		p.recycle(h) // the last touch: completeStep called Done already
 		return nil, nil
 	}
 	if r.status == Pending && h.park() {
 		p.q.Done(e, r.elapsed(), r.end)
 		if p.closed {
 			// Close has swept the waiting list already.
-			h.abort(stateWaiting)
+			h.abort(h.gen, stateWaiting)
 			return ErrClosed, nil
 		}
 		p.addWaitingLocked(h)
@@ -188,7 +199,7 @@ func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (stop error, w 
 		err = ErrClosed
 	}
 	if err != nil {
-		h.abort(stateQueued)
+		h.abort(h.gen, stateQueued)
 		p.q.Done(e, r.elapsed(), r.end)
 		return err, nil
 	}

@@ -48,7 +48,8 @@ type Task interface {
 	Done(err error)
 }
 
-// A task's state is one atomic word (as in YATP). This file holds every
+// A task's state is one atomic word (as in YATP): the task's generation in
+// the high bits, its state in the low byte. This file holds every
 // transition; each is a compare-and-swap or a store by the goroutine that
 // owns the task in that state.
 //
@@ -64,53 +65,79 @@ type Task interface {
 // those two states happens under the lock, together with the queue or list
 // operation. Only the moves of a POLLING task (its step's end, a wake or a
 // cancel during the step) are lock-free.
+//
+// The generation makes handle reuse safe. The handles of Go tasks, which no
+// spawner holds, are reused once their task has ended; whoever may still
+// act on one later — a Waker kept by a producer, the context watch — holds
+// the generation it was given, and every transition it asks for is a CAS
+// on the whole word, so it fails on a handle that has moved on to another
+// task. Nobody has to remember not to touch a recycled handle.
 const (
-	stateQueued       uint32 = iota // in the queue, or held by it
+	stateQueued       uint64 = iota // in the queue, or held by it
 	statePolling                    // a step runs
 	statePollingWoken               // woken or cancelled during the step: requeue or end after it
 	stateWaiting                    // returned Pending; waits for Wake
 	stateCompleted                  // ended; wakes and cancels are no-ops
+
+	stateBits = 8
+	stateMask = 1<<stateBits - 1
 )
 
+// word is the state word of h's current task in state st.
+func (h *Handle) word(st uint64) uint64 { return h.gen<<stateBits | st }
+
 // take moves a popped task to POLLING. Under Pool.mu.
-func (h *Handle) take() bool { return h.state.CompareAndSwap(stateQueued, statePolling) }
+func (h *Handle) take() bool { return h.state.CompareAndSwap(h.word(stateQueued), h.word(statePolling)) }
 
 // park moves a task whose step returned Pending to WAITING; false means it
 // was woken during the step and must be requeued. Under Pool.mu.
-func (h *Handle) park() bool { return h.state.CompareAndSwap(statePolling, stateWaiting) }
+func (h *Handle) park() bool {
+	return h.state.CompareAndSwap(h.word(statePolling), h.word(stateWaiting))
+}
 
-// unpark moves a WAITING task to QUEUED for a Wake. Under Pool.mu.
-func (h *Handle) unpark() bool { return h.state.CompareAndSwap(stateWaiting, stateQueued) }
+// unpark moves generation gen's WAITING task to QUEUED for a Wake. Under
+// Pool.mu.
+func (h *Handle) unpark(gen uint64) bool {
+	return h.state.CompareAndSwap(gen<<stateBits|stateWaiting, gen<<stateBits|stateQueued)
+}
 
 // requeue moves the stepping goroutine's task back to QUEUED after a
 // Yield, or after a Pending whose wake came during the step. Under Pool.mu.
-func (h *Handle) requeue() { h.state.Store(stateQueued) }
+func (h *Handle) requeue() { h.state.Store(h.word(stateQueued)) }
 
 // finish marks a task the caller owns (POLLING, or inline) COMPLETED.
-func (h *Handle) finish() { h.state.Store(stateCompleted) }
+func (h *Handle) finish() { h.state.Store(h.word(stateCompleted)) }
 
-// abort moves a QUEUED or WAITING task to COMPLETED; false means it was in
-// neither state. Under Pool.mu.
-func (h *Handle) abort(from uint32) bool { return h.state.CompareAndSwap(from, stateCompleted) }
+// abort moves generation gen's task from QUEUED or WAITING (from) to
+// COMPLETED; false means it was not in that state. Under Pool.mu.
+func (h *Handle) abort(gen, from uint64) bool {
+	return h.state.CompareAndSwap(gen<<stateBits|from, gen<<stateBits|stateCompleted)
+}
 
-// noteWoken records a wake or cancel that arrives while the task's step
-// runs, so the end of the step does not lose it. Lock-free.
-func (h *Handle) noteWoken() bool {
-	return h.state.CompareAndSwap(statePolling, statePollingWoken)
+// noteWoken records a wake or cancel that arrives while generation gen's
+// step runs, so the end of the step does not lose it. Lock-free.
+func (h *Handle) noteWoken(gen uint64) bool {
+	return h.state.CompareAndSwap(gen<<stateBits|statePolling, gen<<stateBits|statePollingWoken)
 }
 
 // Handle is a spawned task's identity: it wakes the task, cancels it and
-// reports its statistics. A Handle stays valid after the task completes (its
-// methods are then no-ops or report final figures). Handles are not reused.
+// reports its statistics. A Handle returned by Spawn stays valid after the
+// task completes (its methods are then no-ops or report final figures) and
+// is never reused.
 type Handle struct {
-	e     Entry
-	state atomic.Uint32
-	p     *Pool
-	t     Task
-	ctx   context.Context
+	state atomic.Uint64
+	p     *Pool // fixed for the handle's life, reuse included
+	// gen is the generation of the handle's current task; written by the
+	// spawner before the handle is published and by the pool when it
+	// recycles the handle, after every owner is done with it.
+	gen uint64
+	e   Entry
+	t   Task
+	ctx context.Context
 
-	// cancel is the error a Cancel asked for; checked before every step.
-	cancel atomic.Pointer[error]
+	// cancel is the error a Cancel asked for, with the generation it was
+	// meant for; checked before every step.
+	cancel atomic.Pointer[cancelReq]
 	// stopWatch deregisters the context watch that ends the task when its
 	// context ends while it is queued or waiting. Written by the goroutine
 	// that owns the task before it queues or parks it, read by whoever
@@ -124,15 +151,29 @@ type Handle struct {
 	// adopted: the pool counts the task among its running ones; false only
 	// while an inline first step runs.
 	adopted bool
-	// stats: the spawner holds the handle and may read its figures (Spawn,
-	// not Go).
+	// stats: the spawner holds the handle (Spawn, not Go): it may read the
+	// task's figures, and the handle is never recycled.
 	stats bool
-	// invariants: Done was called (checked when invariants are on).
+	// ended: Done was called (checked when invariants are on).
 	ended atomic.Bool
 
 	steps, yields, pendings, wakes atomic.Int64
 	wait, exec                     atomic.Int64
 	rows, bytes                    atomic.Int64
+}
+
+type cancelReq struct {
+	err error
+	gen uint64
+}
+
+// Waker wakes one task — the one it was taken from, whatever happens to the
+// handle after that task ends — when that task is Pending. Get it from
+// StepContext.Waker and give it to whoever will produce the awaited event.
+// The zero Waker does nothing.
+type Waker struct {
+	h   *Handle
+	gen uint64
 }
 
 // TaskStats describes how a task has waited and run so far.
@@ -164,16 +205,29 @@ func (h *Handle) Stats() TaskStats {
 // Wake makes a Pending task ready again. A wake while the task's step runs
 // is remembered and the task is requeued when the step returns; a wake of a
 // queued or completed task is a no-op. Safe from any goroutine.
-func (h *Handle) Wake() {
+func (h *Handle) Wake() { Waker{h, h.gen}.Wake() }
+
+// Wake makes the task ready again if it is Pending, and remembers the wake
+// if its step is running; otherwise, and once the task has ended, it does
+// nothing. Safe from any goroutine.
+func (w Waker) Wake() {
+	h := w.h
+	if h == nil {
+		return
+	}
 	for {
-		switch h.state.Load() {
+		v := h.state.Load()
+		if v>>stateBits != w.gen {
+			return // the task has ended and the handle moved on
+		}
+		switch v & stateMask {
 		case statePolling:
-			if h.noteWoken() {
-				h.wakes.Add(1)
+			if h.noteWoken(w.gen) {
+				h.noteWake()
 				return
 			}
 		case stateWaiting:
-			h.p.wakeWaiting(h)
+			h.p.wakeWaiting(h, w.gen)
 			return
 		default:
 			return
@@ -181,26 +235,48 @@ func (h *Handle) Wake() {
 	}
 }
 
+func (h *Handle) noteWake() {
+	if h.stats {
+		h.wakes.Add(1)
+	}
+}
+
 // Cancel ends the task with err (context.Canceled when nil) at its next step
 // boundary: at once when it is waiting or queued — Done then runs on the
 // calling goroutine — or when its running step returns. The first Cancel's
 // error wins; canceling a completed task is a no-op.
-func (h *Handle) Cancel(err error) {
+func (h *Handle) Cancel(err error) { h.cancelGen(h.gen, err) }
+
+// cancelGen is Cancel of generation gen's task.
+func (h *Handle) cancelGen(gen uint64, err error) {
 	if err == nil {
 		err = context.Canceled
 	}
-	first := err // never written after it is published
-	h.cancel.CompareAndSwap(nil, &first)
-	err = *h.cancel.Load()
+	req := &cancelReq{err: err, gen: gen}
 	for {
-		switch h.state.Load() {
+		old := h.cancel.Load()
+		if old != nil && old.gen == gen {
+			err = old.err // the first cancel wins
+			break
+		}
+		// Empty, or a request for an earlier task of this handle.
+		if h.cancel.CompareAndSwap(old, req) {
+			break
+		}
+	}
+	for {
+		v := h.state.Load()
+		if v>>stateBits != gen {
+			return
+		}
+		switch v & stateMask {
 		case statePolling:
 			// Like a wake: the end of the step sees the cancel.
-			if h.noteWoken() {
+			if h.noteWoken(gen) {
 				return
 			}
 		case stateQueued, stateWaiting:
-			if h.p.abort(h, err) {
+			if h.p.abort(h, gen, err) {
 				return
 			}
 		default:
@@ -211,8 +287,8 @@ func (h *Handle) Cancel(err error) {
 
 // stopReason is why a task must not take another step, or nil.
 func (h *Handle) stopReason() error {
-	if c := h.cancel.Load(); c != nil {
-		return *c
+	if c := h.cancel.Load(); c != nil && c.gen == h.gen {
+		return c.err
 	}
 	return h.ctx.Err()
 }
@@ -221,7 +297,23 @@ func (h *Handle) stopReason() error {
 // (a deadline must hold while a read waits for a worker) or waiting. Called
 // by the task's owner before it queues or parks the task, once.
 func (h *Handle) watch() {
-	if h.stopWatch == nil && h.ctx.Done() != nil {
-		h.stopWatch = context.AfterFunc(h.ctx, func() { h.Cancel(h.ctx.Err()) })
+	if ctx := h.ctx; h.stopWatch == nil && ctx.Done() != nil {
+		gen := h.gen
+		h.stopWatch = context.AfterFunc(ctx, func() { h.cancelGen(gen, ctx.Err()) })
 	}
+}
+
+// recycle makes the handle of an ended Go task ready for another task. The
+// caller is the pool's last owner of the task: Done has returned and the
+// queue is done with the entry. A stale Waker or context watch may still
+// look at the state word; the new generation makes it a no-op.
+func (p *Pool) recycle(h *Handle) {
+	if h.stats {
+		return // the spawner holds it
+	}
+	h.gen++
+	h.state.Store(h.word(stateCompleted))
+	h.ended.Store(false)
+	h.e, h.t, h.ctx, h.stopWatch, h.adopted = Entry{}, nil, nil, nil, false
+	p.handles.Put(h)
 }

@@ -145,6 +145,7 @@ func (p *Pool) work(w *worker) {
 			if stop, _ := p.fileLocked(h, &r, false); stop != nil {
 				p.mu.Unlock()
 				p.complete(h, stop, &s.stats.completed)
+				p.recycle(h)
 				continue
 			}
 		}
@@ -159,6 +160,7 @@ func (p *Pool) work(w *worker) {
 		if stop != nil {
 			p.mu.Unlock()
 			p.complete(h, stop, &s.stats.completed)
+			p.recycle(h)
 			now = p.now()
 			continue
 		}
