@@ -18,8 +18,7 @@ import (
 func (p *Pool) pushLocked(h *Handle, now time.Duration, unpark bool) *worker {
 	h.e.enqueued = now
 	p.q.Push(&h.e, now)
-	p.syncQueuedLocked(now)
-	if !unpark || p.q.Len() == 0 {
+	if n := p.syncQueuedLocked(now); !unpark || n == 0 {
 		return nil // held back: the timer will wake a worker
 	}
 	return p.unparkOneLocked()
@@ -50,10 +49,11 @@ func (p *Pool) popLocked(now time.Duration) (*Handle, error) {
 	return h, nil
 }
 
-// syncQueuedLocked mirrors the queue's length for lock-free readers and arms
-// the timer for the queue's held tasks.
-func (p *Pool) syncQueuedLocked(now time.Duration) {
-	if n := int64(p.q.Len()); p.queued.Load() != n {
+// syncQueuedLocked mirrors the queue's length for lock-free readers, arms
+// the timer for the queue's held tasks, and returns the length.
+func (p *Pool) syncQueuedLocked(now time.Duration) int64 {
+	n := int64(p.q.Len())
+	if p.queued.Load() != n {
 		p.queued.Store(n)
 	}
 	if n, until := p.q.Held(); n > 0 && (p.timerAt == 0 || until < p.timerAt) && !p.closed {
@@ -65,6 +65,7 @@ func (p *Pool) syncQueuedLocked(now time.Duration) {
 			p.timer.Reset(d)
 		}
 	}
+	return n
 }
 
 // heldReady runs when the first held task's time has come: a parked worker

@@ -200,7 +200,7 @@ func New(opts Options) (*Pool, error) {
 	if p.pre == nil {
 		return nil, errors.New("readpool: the queue returned a nil Preemption")
 	}
-	p.handles.New = func() any { return &Handle{p: p} }
+	p.handles.New = func() any { return newHandle(p) }
 	p.waiting.waitNext, p.waiting.waitPrev = &p.waiting, &p.waiting
 	p.workers = make([]*worker, opts.Workers)
 	for i := range p.workers {

@@ -25,17 +25,18 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 	if p.closedFlag.Load() {
 		return nil, ErrClosed
 	}
+	// Every handle comes POLLING: the spawner owns the task, as a worker
+	// owns a stepping one, until it queues it; a cancel meanwhile (the
+	// context watch) is noted, not acted on.
 	var h *Handle
 	if stats {
-		h = &Handle{p: p, stats: true}
+		h = newHandle(p)
+		h.stats = true
 	} else {
 		h = p.handles.Get().(*Handle)
 	}
 	h.t, h.ctx = t, ctx
 	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Tag: o.Tag, h: h}
-	// The spawner owns the task, as a worker owns a stepping one, until it
-	// queues it: a cancel meanwhile is noted, not acted on.
-	h.state.Store(h.word(statePolling))
 	if err := ctx.Err(); err != nil {
 		return p.spawnDone(h, err)
 	}
@@ -57,7 +58,7 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 	p.inv.accept()
 	h.adopted = true
 	h.requeue()
-	if err := h.stopReason(); err != nil {
+	if err := h.stopReason(); h.stopWatch != nil && err != nil {
 		// The context ended since we looked.
 		h.abort(h.gen, stateQueued)
 		p.dropped.Add(1)

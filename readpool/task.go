@@ -87,7 +87,9 @@ const (
 func (h *Handle) word(st uint64) uint64 { return h.gen<<stateBits | st }
 
 // take moves a popped task to POLLING. Under Pool.mu.
-func (h *Handle) take() bool { return h.state.CompareAndSwap(h.word(stateQueued), h.word(statePolling)) }
+func (h *Handle) take() bool {
+	return h.state.CompareAndSwap(h.word(stateQueued), h.word(statePolling))
+}
 
 // park moves a task whose step returned Pending to WAITING; false means it
 // was woken during the step and must be requeued. Under Pool.mu.
@@ -160,6 +162,12 @@ type Handle struct {
 	steps, yields, pendings, wakes atomic.Int64
 	wait, exec                     atomic.Int64
 	rows, bytes                    atomic.Int64
+}
+
+func newHandle(p *Pool) *Handle {
+	h := &Handle{p: p}
+	h.state.Store(h.word(statePolling))
+	return h
 }
 
 type cancelReq struct {
@@ -312,8 +320,11 @@ func (p *Pool) recycle(h *Handle) {
 		return // the spawner holds it
 	}
 	h.gen++
-	h.state.Store(h.word(stateCompleted))
-	h.ended.Store(false)
+	// The next owner is a spawner: POLLING, as Spawn starts every task.
+	h.state.Store(h.word(statePolling))
+	if invariants {
+		h.ended.Store(false)
+	}
 	h.e, h.t, h.ctx, h.stopWatch, h.adopted = Entry{}, nil, nil, nil, false
 	p.handles.Put(h)
 }
