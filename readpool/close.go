@@ -51,7 +51,7 @@ func (p *Pool) Close() error {
 	p.mu.Unlock()
 
 	for _, h := range ended {
-		p.complete(h, ErrClosed, &p.endedOff)
+		p.complete(h, ErrClosed, &p.completedOff)
 		p.recycle(h)
 	}
 	close(p.quit)

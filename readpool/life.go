@@ -41,7 +41,7 @@ func (p *Pool) popLocked(now time.Duration) (*Handle, error) {
 	}
 	if err := h.stopReason(); err != nil {
 		p.q.Done(e, 0, now)
-		h.finish()
+		h.markCompleted()
 		p.dropped.Add(1)
 		return h, err
 	}
@@ -125,7 +125,7 @@ func (p *Pool) abort(h *Handle, gen uint64, err error) bool {
 	// Close waits for completions made off the workers.
 	p.ending.Add(1)
 	p.mu.Unlock()
-	p.complete(h, err, &p.endedOff)
+	p.complete(h, err, &p.completedOff)
 	p.recycle(h)
 	p.ending.Done()
 	return true

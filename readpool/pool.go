@@ -157,7 +157,7 @@ type Pool struct {
 	goschedEvery time.Duration
 
 	closedFlag atomic.Bool  // mirrors closed for lock-free fast paths
-	endedOff   atomic.Int64 // tasks ended off the workers' step path
+	completedOff   atomic.Int64 // tasks ended off the workers' step path
 	rejected   atomic.Int64
 	cancelled  atomic.Int64
 	dropped    atomic.Int64

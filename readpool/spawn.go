@@ -64,7 +64,7 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 		p.dropped.Add(1)
 		p.ending.Add(1)
 		p.mu.Unlock()
-		p.complete(h, err, &p.endedOff)
+		p.complete(h, err, &p.completedOff)
 		p.recycle(h)
 		p.ending.Done()
 		return h, nil
@@ -103,8 +103,8 @@ func (p *Pool) spawnDone(h *Handle, err error) (*Handle, error) {
 	p.dropped.Add(1)
 	p.ending.Add(1)
 	p.mu.Unlock()
-	h.finish()
-	p.complete(h, err, &p.endedOff)
+	h.markCompleted()
+	p.complete(h, err, &p.completedOff)
 	p.recycle(h)
 	p.ending.Done()
 	return h, nil

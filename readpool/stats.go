@@ -80,7 +80,7 @@ func (p *Pool) Stats() Stats {
 	s.Inline = agg.inline.Load()
 	s.Spawned += s.Inline
 
-	s.Completed = agg.completed.Load() + p.endedOff.Load()
+	s.Completed = agg.completed.Load() + p.completedOff.Load()
 	s.Cancelled = p.cancelled.Load()
 	s.Dropped = p.dropped.Load()
 	s.Panicked = p.panicked.Load()

@@ -163,7 +163,7 @@ func callStep(t Task, sc *StepContext) (s Status, perr error) {
 // lock (fileLocked), after the task's Done: the caller waiting for the
 // result is not kept waiting for the lock.
 func (p *Pool) completeStep(w *slot, h *Handle, r *stepResult) {
-	h.finish()
+	h.markCompleted()
 	p.complete(h, r.perr, &w.stats.completed)
 }
 

@@ -107,8 +107,8 @@ func (h *Handle) unpark(gen uint64) bool {
 // Yield, or after a Pending whose wake came during the step. Under Pool.mu.
 func (h *Handle) requeue() { h.state.Store(h.word(stateQueued)) }
 
-// finish marks a task the caller owns (POLLING, or inline) COMPLETED.
-func (h *Handle) finish() { h.state.Store(h.word(stateCompleted)) }
+// markCompleted marks a task the caller owns (POLLING, or inline) COMPLETED.
+func (h *Handle) markCompleted() { h.state.Store(h.word(stateCompleted)) }
 
 // abort moves generation gen's task from QUEUED or WAITING (from) to
 // COMPLETED; false means it was not in that state. Under Pool.mu.
