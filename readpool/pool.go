@@ -52,6 +52,9 @@ type Usage struct {
 	Exec  time.Duration
 	Rows  int64
 	Bytes int64
+	// First is set for the task's first step, so that a per-request charge
+	// is made once.
+	First bool
 }
 
 // EnsureDefaults fills every zero field but Queue with its default (New
@@ -156,16 +159,16 @@ type Pool struct {
 	// goschedEvery is copied out of opts for the ShouldYield fast path.
 	goschedEvery time.Duration
 
-	closedFlag atomic.Bool  // mirrors closed for lock-free fast paths
-	completedOff   atomic.Int64 // tasks ended off the workers' step path
-	rejected   atomic.Int64
-	cancelled  atomic.Int64
-	dropped    atomic.Int64
-	panicked   atomic.Int64
-	wakes      atomic.Int64
-	longSteps  atomic.Int64
-	preempted  atomic.Int64 // steps cut short for more urgent work
-	stuck      atomic.Int64 // steps running longer than LongStep
+	closedFlag   atomic.Bool  // mirrors closed for lock-free fast paths
+	completedOff atomic.Int64 // tasks ended off the workers' step path
+	rejected     atomic.Int64
+	cancelled    atomic.Int64
+	dropped      atomic.Int64
+	panicked     atomic.Int64
+	wakes        atomic.Int64
+	longSteps    atomic.Int64
+	preempted    atomic.Int64 // steps cut short for more urgent work
+	stuck        atomic.Int64 // steps running longer than LongStep
 
 	handles       sync.Pool // recycled handles of Go tasks (see Handle.gen)
 	workers       []*worker

@@ -70,6 +70,17 @@ type Queue interface {
 	Stats() QueueStats
 }
 
+// Admitter is a Queue that gates admission itself — per class, per group —
+// instead of the pool's one MaxTasks gate, so that a flooding tenant makes
+// itself busy and not its neighbours (tikv #16049 gates per priority).
+// Admit is asked under the pool's lock for each spawned task about to be
+// queued, with the pool's MaxTasks; false fails the spawn with ErrBusy. A
+// first step that runs inline is not asked: it runs only when nothing is
+// queued.
+type Admitter interface {
+	Admit(e *Entry, maxTasks int) bool
+}
+
 // Entry is a task as a Queue sees it. The pool owns entries; a queue holds
 // one between Push and Pop (or Remove) and must not keep it after.
 type Entry struct {
@@ -97,6 +108,9 @@ type Entry struct {
 	Class int64
 	// Key orders the entry in an EntryHeap: lower first.
 	Key uint64
+	// QueueState is the queue's own, e.g. flags of what it has counted the
+	// entry in; zero at spawn.
+	QueueState uint64
 
 	// Set by the pool when the entry is queued, for its wait time.
 	enqueued time.Duration

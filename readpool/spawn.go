@@ -48,7 +48,7 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 	h.watch()
 	now := p.now()
 	p.mu.Lock()
-	if err := p.admitLocked(); err != nil {
+	if err := p.admitLocked(&h.e); err != nil {
 		p.mu.Unlock()
 		if h.stopWatch != nil {
 			h.stopWatch()
@@ -76,13 +76,19 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 }
 
 // admitLocked says whether the pool takes one more task: not after Close,
-// and not with MaxTasks queued (ready) or running. Tasks the queue holds
-// back and tasks waiting for a wake do not count (tikv #18491).
-func (p *Pool) admitLocked() error {
+// and not with MaxTasks queued (ready) or running — or as the queue says,
+// when it is an Admitter. Tasks the queue holds back and tasks waiting for a
+// wake do not count (tikv #18491).
+func (p *Pool) admitLocked(e *Entry) error {
 	if p.closed {
 		return ErrClosed
 	}
-	if p.running+p.q.Len() >= p.opts.MaxTasks {
+	if a, ok := p.q.(Admitter); ok {
+		if !a.Admit(e, p.opts.MaxTasks) {
+			p.rejected.Add(1)
+			return ErrBusy
+		}
+	} else if p.running+p.q.Len() >= p.opts.MaxTasks {
 		p.rejected.Add(1)
 		return ErrBusy
 	}

@@ -112,6 +112,8 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool) stepR
 		p.stuck.Add(-1)
 	}
 	elapsed := end - start
+	first := !h.stepped
+	h.stepped = true
 	e.Elapsed += elapsed
 	if h.stats {
 		h.steps.Add(1)
@@ -126,7 +128,7 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool) stepR
 	w.stats.wait.Record(wait)
 	w.stats.step.Record(elapsed)
 	if a := p.opts.Accountant; a != nil {
-		a.Charge(e, Usage{Exec: elapsed, Rows: sc.rows, Bytes: sc.bytes})
+		a.Charge(e, Usage{Exec: elapsed, Rows: sc.rows, Bytes: sc.bytes, First: first})
 	}
 	*sc = StepContext{} // the context is dead: drop references
 

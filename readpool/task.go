@@ -153,6 +153,8 @@ type Handle struct {
 	// adopted: the pool counts the task among its running ones; false only
 	// while an inline first step runs.
 	adopted bool
+	// stepped: the task has taken a step.
+	stepped bool
 	// stats: the spawner holds the handle (Spawn, not Go): it may read the
 	// task's figures, and the handle is never recycled.
 	stats bool
@@ -325,6 +327,6 @@ func (p *Pool) recycle(h *Handle) {
 	if invariants {
 		h.ended.Store(false)
 	}
-	h.e, h.t, h.ctx, h.stopWatch, h.adopted = Entry{}, nil, nil, nil, false
+	h.e, h.t, h.ctx, h.stopWatch, h.adopted, h.stepped = Entry{}, nil, nil, nil, false, false
 	p.handles.Put(h)
 }
