@@ -189,3 +189,53 @@ func TestInvariants_CompletedTwicePanics(t *testing.T) {
 	checkOnce(h)
 	assert.Panics(t, func() { checkOnce(h) })
 }
+
+// gateQueue is a FIFO that admits no task of group "no".
+type gateQueue struct{ *FIFO }
+
+func (q gateQueue) Admit(e *Entry, maxTasks int) bool { return e.Group != "no" && q.Len() < maxTasks }
+
+func TestAdmitter_GatesInsteadOfMaxTasks(t *testing.T) {
+	p := newPool(t, Options{Workers: 1, MaxTasks: 1, Queue: gateQueue{NewFIFO()}})
+	release := make(chan struct{})
+	blocker, blockerDone, started := blockingTask(release)
+	_, err := p.Spawn(context.Background(), blocker, SpawnOptions{})
+	require.NoError(t, err)
+	<-started
+	task, _ := readyTask()
+	_, err = p.Spawn(context.Background(), task, SpawnOptions{Group: "no"})
+	assert.ErrorIs(t, err, ErrBusy)
+	queued, queuedDone := readyTask()
+	_, err = p.Spawn(context.Background(), queued, SpawnOptions{Group: "yes"})
+	assert.NoError(t, err, "the queue's gate, not running+queued >= MaxTasks, decides")
+	close(release)
+	require.NoError(t, <-blockerDone)
+	require.NoError(t, <-queuedDone)
+	assert.EqualValues(t, 1, p.Stats().RejectedBusy)
+}
+
+func TestAccountant_FirstStepFlaggedOnce(t *testing.T) {
+	acct := &firstCounter{}
+	p := newPool(t, Options{Workers: 1, Accountant: acct})
+	var steps int
+	task, done := doneTask(func(*StepContext) Status {
+		steps++
+		if steps < 3 {
+			return Yield
+		}
+		return Ready
+	})
+	require.NoError(t, p.Go(context.Background(), task, SpawnOptions{Inline: true}))
+	require.NoError(t, <-done)
+	assert.EqualValues(t, 3, acct.steps.Load())
+	assert.EqualValues(t, 1, acct.first.Load())
+}
+
+type firstCounter struct{ steps, first atomic.Int64 }
+
+func (a *firstCounter) Charge(_ *Entry, u Usage) {
+	a.steps.Add(1)
+	if u.First {
+		a.first.Add(1)
+	}
+}
