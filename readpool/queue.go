@@ -1,6 +1,7 @@
 package readpool
 
 import (
+	"iter"
 	"math"
 	"sync/atomic"
 	"time"
@@ -268,6 +269,18 @@ func (h *EntryHeap) Min() *Entry {
 		return nil
 	}
 	return h.es[0]
+}
+
+// All yields the entries in no particular order; the heap must not change
+// meanwhile.
+func (h *EntryHeap) All() iter.Seq[*Entry] {
+	return func(yield func(*Entry) bool) {
+		for _, e := range h.es {
+			if !yield(e) {
+				return
+			}
+		}
+	}
 }
 
 // Pop removes and returns the entry with the lowest Key, or nil.

@@ -1,0 +1,380 @@
+package resource
+
+import (
+	"math"
+	"time"
+
+	"github.com/coopkv/coopkv/readpool"
+)
+
+// Scheduler is the read pool's queue under resource control: a
+// readpool.Queue that orders tasks by their group's fair share, a
+// readpool.Admitter that gates admission per class and group, and the
+// readpool.Accountant that charges each step's RU to its group. Give the
+// same Scheduler to a pool as its Queue and its Accountant.
+//
+// A task carries its group (resolved once, at spawn) in Entry.Tag and, when
+// the request overrides its group's class, the Priority in Entry.Priority.
+//
+// Order. A task's key is its class in the top bits (high, medium, low),
+// then its group's virtual time when it is queued, plus a penalty for the
+// task's own level — 0, 20 ms or 100 ms of the group's share for tasks that
+// have run < 5 ms, < 100 ms, or longer — so within a group short requests
+// still go first (TiKV's resource_control: key = vt | class << 60). A
+// group's virtual time advances by the RU it is charged divided by its
+// RU/s, so saturated groups get throughput in proportion to their shares,
+// whatever the lengths of their steps. A group back from idleness starts at
+// the smallest virtual time of the active groups: no banked credit.
+//
+// Limits. A group that is not burstable has a token bucket at its RU/s,
+// holding one second's worth. Its tasks wait in the held set while the
+// bucket is empty, holding no worker; they still count against their own
+// group's room.
+//
+// Preemption. A step yields at its next unit while a task of a higher class
+// is queued.
+//
+// Admission. Each class has MaxTasks of room (TiKV gates per priority,
+// tikv #16049). When a class is full, a group may still be admitted up to
+// its share of the room (its RU/s against the active groups' of its
+// class): a flooding group makes itself busy, not its neighbours.
+type Scheduler struct {
+	m      *Manager
+	ready  readpool.EntryHeap
+	held   readpool.EntryHeap // by the pool time the entry may be looked at again
+	pre    *readpool.Preemption
+	active []*Group // groups with occupancy > 0
+	class  [numClasses]int
+	steps  int64
+	time   time.Duration
+}
+
+// NewScheduler returns a scheduler over m's groups.
+func NewScheduler(m *Manager) *Scheduler {
+	return &Scheduler{m: m, pre: readpool.NewPreemption()}
+}
+
+const (
+	numClasses = 3
+	classShift = 60
+	maxVTime   = 1<<classShift - 1
+)
+
+// Entry.QueueState: what the scheduler has counted the entry in.
+const (
+	qsCounted    = 1 << iota // the group's occupancy and its class's
+	qsRunning                // the group's running tasks
+	qsHeld                   // in the held set (else, when queued, ready)
+	qsClassShift = 8         // the class it was counted in, above the flags
+)
+
+// levelPenalty is added to a task's key by its own level: tasks that have
+// run longer yield to fresh ones of their group (TiKV: 0, 20, 100 ms).
+var levelPenalty = [3]time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond}
+
+func levelOf(elapsed time.Duration) int {
+	switch {
+	case elapsed < 5*time.Millisecond:
+		return 0
+	case elapsed < 100*time.Millisecond:
+		return 1
+	}
+	return 2
+}
+
+// classOf maps a priority to a class: 0 runs first.
+func classOf(p Priority) int {
+	switch p {
+	case PriorityHigh:
+		return 0
+	case PriorityLow:
+		return 2
+	}
+	return 1
+}
+
+func (s *Scheduler) groupOf(e *readpool.Entry) *Group {
+	if g, ok := e.Tag.(*Group); ok && g != nil {
+		return g
+	}
+	return s.m.def
+}
+
+// classFor is e's class: the request's own priority when it set a valid
+// one, else its group's.
+func classFor(e *readpool.Entry, cfg *GroupConfig) int {
+	if p := Priority(e.Priority); p.Valid() {
+		return classOf(p)
+	}
+	return classOf(cfg.Priority)
+}
+
+func limited(cfg *GroupConfig) bool { return !cfg.Burstable && cfg.RUPerSec > 0 }
+
+// MayInline implements readpool.Queue: unless the task's group is out of
+// tokens. Lock-free: it reads the group's config and bucket atomically.
+func (s *Scheduler) MayInline(e *readpool.Entry) bool {
+	g := s.groupOf(e)
+	cfg := g.Config()
+	if limited(&cfg) && g.tokens.Load() <= 0 {
+		return false
+	}
+	e.Class = int64(classFor(e, &cfg))
+	return true
+}
+
+// Admit implements readpool.Admitter.
+func (s *Scheduler) Admit(e *readpool.Entry, maxTasks int) bool {
+	g := s.groupOf(e)
+	cfg := g.Config()
+	c := classFor(e, &cfg)
+	if s.class[c] < maxTasks {
+		return true
+	}
+	// The class is full: admit up to the group's share of its room.
+	mine := share(&cfg)
+	total := mine
+	for _, a := range s.active {
+		if a == g {
+			continue
+		}
+		ac := a.Config()
+		if classOf(ac.Priority) == c {
+			total += share(&ac)
+		}
+	}
+	if float64(g.occupancy) < math.Max(1, float64(maxTasks)*mine/total) {
+		return true
+	}
+	g.rejected.Add(1)
+	return false
+}
+
+// count adds e to its group's and class's occupancy, activating the group.
+func (s *Scheduler) count(e *readpool.Entry, g *Group, c int) {
+	if e.QueueState&qsCounted != 0 {
+		return
+	}
+	if !g.active {
+		// Back from idleness: no credit for the time it had nothing to run.
+		if minV, ok := s.minActiveVTime(); ok {
+			for {
+				v := g.vtime.Load()
+				if v >= minV || g.vtime.CompareAndSwap(v, minV) {
+					break
+				}
+			}
+		}
+		g.active = true
+		s.active = append(s.active, g)
+	}
+	g.occupancy++
+	s.class[c]++
+	e.QueueState |= qsCounted | uint64(c)<<qsClassShift
+}
+
+// uncount takes e out of the occupancy it was counted in.
+func (s *Scheduler) uncount(e *readpool.Entry, g *Group) {
+	if e.QueueState&qsCounted == 0 {
+		return
+	}
+	s.class[e.QueueState>>qsClassShift]--
+	e.QueueState = 0
+	g.occupancy--
+	if g.occupancy == 0 {
+		g.active = false
+		for i, a := range s.active {
+			if a == g {
+				s.active = append(s.active[:i], s.active[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+func (s *Scheduler) minActiveVTime() (uint64, bool) {
+	var minV uint64
+	for i, a := range s.active {
+		if v := a.vtime.Load(); i == 0 || v < minV {
+			minV = v
+		}
+	}
+	return minV, len(s.active) > 0
+}
+
+// refill adds the tokens earned since the last refill, up to one second's
+// worth.
+func (g *Group) refill(cfg *GroupConfig, now time.Duration) {
+	if !g.refilled {
+		g.refilled, g.lastRefill = true, now
+		return
+	}
+	dt := now - g.lastRefill
+	if dt <= 0 {
+		return
+	}
+	g.lastRefill = now
+	rate := cfg.RUPerSec * microRU // micro-RU per second
+	add := int64(rate * dt.Seconds())
+	capacity := int64(rate)
+	for {
+		t := g.tokens.Load()
+		n := min(t+add, capacity)
+		if n <= t || g.tokens.CompareAndSwap(t, n) {
+			return
+		}
+	}
+}
+
+// Push implements readpool.Queue.
+func (s *Scheduler) Push(e *readpool.Entry, now time.Duration) {
+	g := s.groupOf(e)
+	cfg := g.Config()
+	c := classFor(e, &cfg)
+	s.count(e, g, c)
+	if limited(&cfg) {
+		g.refill(&cfg, now)
+		if t := g.tokens.Load(); t <= 0 {
+			// Out of tokens: hold the task until the bucket has refilled
+			// what the group owes.
+			wait := time.Duration(float64(-t+1) / (cfg.RUPerSec * microRU) * float64(time.Second))
+			wait = max(wait, time.Microsecond)
+			e.Key = uint64(now + wait)
+			e.QueueState |= qsHeld
+			s.held.Push(e)
+			g.held.Add(1)
+			g.throttled.Add(int64(wait))
+			return
+		}
+	}
+	lv := levelOf(e.Elapsed)
+	e.Level = lv
+	vt := g.vtime.Load() + uint64(levelPenalty[lv])
+	e.Key = uint64(c)<<classShift | min(vt, maxVTime)
+	s.ready.Push(e)
+	g.queued.Add(1)
+	s.publish()
+}
+
+// Ran implements readpool.Queue: an inline first step that goes on.
+func (s *Scheduler) Ran(e *readpool.Entry, _ time.Duration) {
+	g := s.groupOf(e)
+	cfg := g.Config()
+	c := classFor(e, &cfg)
+	s.count(e, g, c)
+	e.QueueState |= qsRunning
+	g.running.Add(1)
+	e.Class = int64(c)
+}
+
+// Pop implements readpool.Queue: held tasks whose time has come are looked
+// at again (and held again if their bucket is still empty), then the
+// lowest key runs.
+func (s *Scheduler) Pop(now time.Duration) *readpool.Entry {
+	for e := s.held.Min(); e != nil && time.Duration(e.Key) <= now; e = s.held.Min() {
+		s.held.Remove(e)
+		e.QueueState &^= qsHeld
+		g := s.groupOf(e)
+		g.held.Add(-1)
+		if now == readpool.Forever {
+			// Close drains: skip the bucket.
+			e.Key = 0
+			s.ready.Push(e)
+			g.queued.Add(1)
+			continue
+		}
+		s.Push(e, now)
+	}
+	e := s.ready.Pop()
+	if e == nil {
+		s.publish()
+		return nil
+	}
+	g := s.groupOf(e)
+	g.queued.Add(-1)
+	g.running.Add(1)
+	e.QueueState |= qsRunning
+	e.Class = int64(e.Key >> classShift)
+	s.publish()
+	return e
+}
+
+// Remove implements readpool.Queue.
+func (s *Scheduler) Remove(e *readpool.Entry) bool {
+	if !e.Unlink() {
+		return false
+	}
+	g := s.groupOf(e)
+	if e.QueueState&qsHeld != 0 {
+		g.held.Add(-1)
+	} else {
+		g.queued.Add(-1)
+	}
+	s.uncount(e, g)
+	s.publish()
+	return true
+}
+
+// Done implements readpool.Queue. A task that was not queued again (it
+// finished, or waits for a wake) leaves its group's occupancy.
+func (s *Scheduler) Done(e *readpool.Entry, elapsed, _ time.Duration) {
+	s.steps++
+	s.time += elapsed
+	g := s.groupOf(e)
+	if e.QueueState&qsRunning != 0 {
+		e.QueueState &^= qsRunning
+		g.running.Add(-1)
+	}
+	if !e.Queued() {
+		s.uncount(e, g)
+	}
+}
+
+// publish tells running steps the most urgent class waiting.
+func (s *Scheduler) publish() {
+	if e := s.ready.Min(); e != nil {
+		s.pre.Set(int64(e.Key >> classShift))
+	} else {
+		s.pre.Set(readpool.NoPreemption)
+	}
+}
+
+// Len implements readpool.Queue.
+func (s *Scheduler) Len() int { return s.ready.Len() }
+
+// Held implements readpool.Queue.
+func (s *Scheduler) Held() (int, time.Duration) {
+	if e := s.held.Min(); e != nil {
+		return s.held.Len(), time.Duration(e.Key)
+	}
+	return 0, 0
+}
+
+// Preemption implements readpool.Queue.
+func (s *Scheduler) Preemption() *readpool.Preemption { return s.pre }
+
+// Stats implements readpool.Queue: one level per class.
+func (s *Scheduler) Stats() readpool.QueueStats {
+	st := readpool.QueueStats{Kind: "priority", Levels: make([]readpool.LevelStats, numClasses), Held: s.held.Len(), Level0Share: 1, Chance: 1}
+	for e := range s.ready.All() {
+		st.Levels[e.Key>>classShift].Queued++
+	}
+	st.Levels[0].Steps, st.Levels[0].Time = s.steps, s.time
+	return st
+}
+
+// Charge implements readpool.Accountant: the step's RU go to its group's
+// total, its virtual time (RU ÷ its share) and, when it is limited, its
+// bucket. Called after every step, outside the pool's lock.
+func (s *Scheduler) Charge(e *readpool.Entry, u readpool.Usage) {
+	g := s.groupOf(e)
+	cfg := g.Config()
+	ru := RU(u.Exec, u.Bytes, u.First)
+	micro := uint64(ru * microRU)
+	g.ru.Add(micro)
+	g.window.add(s.m.clock(), micro)
+	g.vtime.Add(uint64(ru / share(&cfg) * float64(time.Second)))
+	if limited(&cfg) {
+		g.tokens.Add(-int64(micro))
+	}
+}
