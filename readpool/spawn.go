@@ -141,7 +141,7 @@ func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
 	h.adopted = true
 	p.running++
 	p.q.Ran(&h.e, r.start)
-	stop, wk := p.fileLocked(h, &r, true)
+	wk, stop := p.fileLocked(h, &r, true)
 	p.mu.Unlock()
 	signal(wk)
 	if stop != nil {

@@ -176,7 +176,7 @@ func (p *Pool) completeStep(w *slot, h *Handle, r *stepResult) {
 // in which case it is returned with the reason, to be completed once the
 // lock is released. With unpark it returns a parked worker to wake for a
 // requeued task.
-func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (stop error, w *worker) {
+func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (w *worker, stop error) {
 	e := &h.e
 	p.running--
 	if r.finished() {
@@ -189,7 +189,7 @@ func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (stop error, w 
 		if p.closed {
 			// Close has swept the waiting list already.
 			h.abort(h.gen, stateWaiting)
-			return ErrClosed, nil
+			return nil, ErrClosed
 		}
 		p.addWaitingLocked(h)
 		return nil, nil
@@ -203,11 +203,11 @@ func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (stop error, w 
 	if err != nil {
 		h.abort(h.gen, stateQueued)
 		p.q.Done(e, r.elapsed(), r.end)
-		return err, nil
+		return nil, err
 	}
 	// Push before Done, so that the MLFQ sees the task's level still busy
 	// and does not treat its return as a level back from idleness.
 	w = p.pushLocked(h, r.end, unpark)
 	p.q.Done(e, r.elapsed(), r.end)
-	return nil, w
+	return w, nil
 }

@@ -73,11 +73,11 @@ type Task interface {
 // on the whole word, so it fails on a handle that has moved on to another
 // task. Nobody has to remember not to touch a recycled handle.
 const (
-	stateQueued       uint64 = iota // in the queue, or held by it
-	statePolling                    // a step runs
-	statePollingWoken               // woken or cancelled during the step: requeue or end after it
-	stateWaiting                    // returned Pending; waits for Wake
-	stateCompleted                  // ended; wakes and cancels are no-ops
+	stateQueued       uint64 = iota + 1 // in the queue, or held by it (0 is no state)
+	statePolling                        // a step runs
+	statePollingWoken                   // woken or cancelled during the step: requeue or end after it
+	stateWaiting                        // returned Pending; waits for Wake
+	stateCompleted                      // ended; wakes and cancels are no-ops
 
 	stateBits = 8
 	stateMask = 1<<stateBits - 1

@@ -142,7 +142,7 @@ func (p *Pool) work(w *worker) {
 		if last != nil {
 			h := last
 			last = nil
-			if stop, _ := p.fileLocked(h, &r, false); stop != nil {
+			if _, stop := p.fileLocked(h, &r, false); stop != nil {
 				p.mu.Unlock()
 				p.complete(h, stop, &s.stats.completed)
 				p.recycle(h)
