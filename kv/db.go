@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/scan"
 )
 
 // DB is an open store. Its methods are safe for concurrent use.
@@ -24,17 +25,30 @@ type DB struct {
 	wopts *pebble.WriteOptions
 
 	// mu guards Pebble against Close: every call that reaches Pebble from
-	// the caller's goroutine holds it shared, and Close takes it exclusively
-	// before it closes Pebble — which panics on any call after its Close.
-	// Reads in the pool need no lock: Close ends the pool first.
+	// the caller's goroutine holds it shared, and so does a Scan until its
+	// Pebble iterator belongs to the pool or to direct; Close takes it
+	// exclusively before it closes Pebble — which panics on any call after
+	// its Close. Reads in the pool need no lock: Close ends the pool first.
 	mu     sync.RWMutex
 	closed bool
 
 	closers []io.Closer // closed after Pebble
 
-	// direct holds the open iterators of SchedulerDirect, which Close ends.
+	// direct holds the open scans of SchedulerDirect, which Close ends; nil
+	// once Close has taken them.
 	directMu sync.Mutex
-	direct   map[*Iterator]struct{}
+	direct   map[*scan.Direct]struct{}
+
+	hooks testHooks
+}
+
+// testHooks let tests stop a read at a known point. They are set before the
+// store's first read and never after, so reading them needs no
+// synchronisation; a nil hook costs one predictable branch.
+type testHooks struct {
+	// beforeRead is called by every Get, on the goroutine that runs its
+	// step, before it looks in the row cache and Pebble.
+	beforeRead func(key []byte)
 }
 
 // Open opens the store in dir, creating it if it does not exist. opts may be
@@ -91,7 +105,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("kv: open %s: %w", dir, err)
 	}
-	db := &DB{opts: o, pdb: pdb, wopts: pebble.Sync, direct: map[*Iterator]struct{}{}, closers: closers}
+	db := &DB{opts: o, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, closers: closers}
 	if o.NoSync {
 		db.wopts = pebble.NoSync
 	}
@@ -141,12 +155,16 @@ func (db *DB) Close() error {
 		// Ends every read task, and with it every pooled scan's iterator.
 		errs = append(errs, db.pool.Close())
 	}
+	// Scans register under mu, shared, so none can register after this.
+	// Ending one calls back into untrack: the map is taken first, so that
+	// its lock is not held meanwhile.
 	db.directMu.Lock()
-	for it := range db.direct {
-		it.endDirect(ErrClosed)
-	}
+	direct := db.direct
 	db.direct = nil
 	db.directMu.Unlock()
+	for d := range direct {
+		d.End(ErrClosed)
+	}
 
 	// Wait for calls that were already in Pebble when closed was set.
 	db.mu.Lock()
@@ -180,11 +198,23 @@ func (db *DB) enter() error {
 	return nil
 }
 
+// closedOr returns ErrClosed after Close, else err: a call's own failure
+// must not hide that the store is closed. Only failure paths call it.
+func (db *DB) closedOr(err error) error {
+	db.mu.RLock()
+	closed := db.closed
+	db.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return err
+}
+
 // Set stores value under key, on the caller's goroutine; synced unless
 // NoSync. The store keeps its own copy of both.
 func (db *DB) Set(key, value []byte) error {
 	if len(key) == 0 {
-		return ErrEmptyKey
+		return db.closedOr(ErrEmptyKey)
 	}
 	if err := db.enter(); err != nil {
 		return err
@@ -200,7 +230,7 @@ func (db *DB) Set(key, value []byte) error {
 // Delete removes key; deleting a missing key is not an error.
 func (db *DB) Delete(key []byte) error {
 	if len(key) == 0 {
-		return ErrEmptyKey
+		return db.closedOr(ErrEmptyKey)
 	}
 	if err := db.enter(); err != nil {
 		return err
@@ -305,15 +335,4 @@ func (db *DB) Flush() error {
 		return fmt.Errorf("kv: flush: %w", err)
 	}
 	return nil
-}
-
-// poolErr turns the pool's errors into the store's.
-func poolErr(err error) error {
-	switch {
-	case errors.Is(err, readpool.ErrBusy):
-		return ErrBusy
-	case errors.Is(err, readpool.ErrClosed):
-		return ErrClosed
-	}
-	return err
 }
