@@ -250,10 +250,11 @@ func (db *DB) invalidate(key []byte) {
 }
 
 // Batch collects writes to apply atomically with DB.Apply. It is not safe
-// for concurrent use.
+// for concurrent use. Applying a batch leaves it as it was: it may be
+// applied again, or Reset and filled anew.
 type Batch struct {
 	ops []batchOp
-	err error
+	err error // sticky until Reset: the batch was given an empty key
 }
 
 type batchOp struct {
@@ -264,7 +265,9 @@ type batchOp struct {
 // NewBatch returns an empty batch.
 func (db *DB) NewBatch() *Batch { return &Batch{} }
 
-// Set adds a write of value under key. The batch copies both.
+// Set adds a write of value under key. The batch copies both. An empty key
+// is not added, and makes Apply of the batch fail with ErrEmptyKey until
+// Reset.
 func (b *Batch) Set(key, value []byte) {
 	if len(key) == 0 {
 		b.err = ErrEmptyKey
@@ -273,7 +276,8 @@ func (b *Batch) Set(key, value []byte) {
 	b.ops = append(b.ops, batchOp{key: append([]byte(nil), key...), value: append([]byte(nil), value...)})
 }
 
-// Delete adds a deletion of key.
+// Delete adds a deletion of key. An empty key is not added, and makes Apply
+// of the batch fail with ErrEmptyKey until Reset.
 func (b *Batch) Delete(key []byte) {
 	if len(key) == 0 {
 		b.err = ErrEmptyKey
@@ -285,10 +289,22 @@ func (b *Batch) Delete(key []byte) {
 // Len is the number of writes in the batch.
 func (b *Batch) Len() int { return len(b.ops) }
 
-// Apply commits b atomically: all of its writes or none. A batch that was
-// given an empty key fails with ErrEmptyKey and writes nothing. The batch
-// may be applied again or reused after.
+// Reset empties the batch — its writes and an empty-key error — so that it
+// can be filled again; it keeps its memory for the writes to come.
+func (b *Batch) Reset() {
+	clear(b.ops) // drop the copies of keys and values
+	b.ops = b.ops[:0]
+	b.err = nil
+}
+
+// Apply commits b atomically: all of its writes or none. After Close it
+// fails with ErrClosed, whatever b holds. A batch that was given an empty
+// key fails with ErrEmptyKey and writes nothing. Apply leaves b unchanged.
 func (db *DB) Apply(b *Batch) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
 	if b == nil {
 		return errors.New("kv: apply: nil batch")
 	}
@@ -298,10 +314,6 @@ func (db *DB) Apply(b *Batch) error {
 	if len(b.ops) == 0 {
 		return nil
 	}
-	if err := db.enter(); err != nil {
-		return err
-	}
-	defer db.mu.RUnlock()
 	pb := db.pdb.NewBatch()
 	defer pb.Close()
 	for _, op := range b.ops {

@@ -144,6 +144,7 @@ func TestErrors_Mapping(t *testing.T) {
 		{name: "set empty key", err: func() error { return open.Set(nil, nil) }, is: ErrEmptyKey, bare: true},
 		{name: "delete closed", err: func() error { return closed.Delete([]byte("k")) }, is: ErrClosed, bare: true},
 		{name: "delete closed empty key", err: func() error { return closed.Delete(nil) }, is: ErrClosed, bare: true},
+		{name: "apply closed empty batch", err: func() error { return closed.Apply(closed.NewBatch()) }, is: ErrClosed, bare: true},
 		{name: "apply empty key", err: func() error {
 			b := open.NewBatch()
 			b.Delete(nil)

@@ -261,7 +261,7 @@ func TestErrors(t *testing.T) {
 	require.NoError(t, db.Close(), "idempotent")
 	assert.ErrorIs(t, db.Set([]byte("k"), nil), ErrClosed)
 	assert.ErrorIs(t, db.Delete([]byte("k")), ErrClosed)
-	assert.ErrorIs(t, db.Apply(db.NewBatch()), nil, "an empty batch touches nothing")
+	assert.ErrorIs(t, db.Apply(db.NewBatch()), ErrClosed, "even an empty batch")
 	b = db.NewBatch()
 	b.Set([]byte("k"), nil)
 	assert.ErrorIs(t, db.Apply(b), ErrClosed)
