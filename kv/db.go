@@ -98,6 +98,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 	defer cache.Unref()
 	po.Cache = cache
 
+	// A new store is written at the newest format Pebble knows (left to
+	// itself Pebble picks its oldest). An existing one keeps its format:
+	// raising it is a one-way step (an older Pebble could no longer open
+	// the store) that is not Open's to take.
+	if desc, err := pebble.Peek(dir, po.FS); err != nil || !desc.Exists {
+		po.FormatMajorVersion = pebble.FormatNewest
+	}
+
 	pdb, err := pebble.Open(dir, po)
 	if err != nil {
 		for _, c := range closers {
