@@ -63,7 +63,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	o.ensureDefaults()
 
-	po := &pebble.Options{Logger: pebbleLogger{o.Logger}}
+	events := eventListener(o.Logger)
+	po := &pebble.Options{Logger: pebbleLogger{o.Logger}, EventListener: events}
 	var closers []io.Closer
 	if o.InMemory {
 		po.FS = vfs.NewMem()
@@ -81,9 +82,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		// but a failed Open then leaks the checker's goroutine: wrap it here
 		// and close it on every path.
 		var fsCloser io.Closer
-		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, func(info vfs.DiskSlowInfo) {
-			o.Logger.Warn("slow disk operation", "source", "pebble", "op", info.OpType.String(), "path", info.Path, "duration", info.Duration)
-		})
+		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, events.DiskSlow)
 		closers = append(closers, fsCloser)
 	}
 	// Pebble has no bloom filter unless asked: with one, a Get of a missing
