@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/scan"
 )
 
 // DB is an open store. Its methods are safe for concurrent use.
@@ -24,17 +25,30 @@ type DB struct {
 	wopts *pebble.WriteOptions
 
 	// mu guards Pebble against Close: every call that reaches Pebble from
-	// the caller's goroutine holds it shared, and Close takes it exclusively
-	// before it closes Pebble — which panics on any call after its Close.
-	// Reads in the pool need no lock: Close ends the pool first.
+	// the caller's goroutine holds it shared, and so does a Scan until its
+	// Pebble iterator belongs to the pool or to direct; Close takes it
+	// exclusively before it closes Pebble — which panics on any call after
+	// its Close. Reads in the pool need no lock: Close ends the pool first.
 	mu     sync.RWMutex
 	closed bool
 
 	closers []io.Closer // closed after Pebble
 
-	// direct holds the open iterators of SchedulerDirect, which Close ends.
+	// direct holds the open scans of SchedulerDirect, which Close ends; nil
+	// once Close has taken them.
 	directMu sync.Mutex
-	direct   map[*Iterator]struct{}
+	direct   map[*scan.Direct]struct{}
+
+	hooks testHooks
+}
+
+// testHooks let tests stop a read at a known point. They are set before the
+// store's first read and never after, so reading them needs no
+// synchronisation; a nil hook costs one predictable branch.
+type testHooks struct {
+	// beforeRead is called by every Get, on the goroutine that runs its
+	// step, before it looks in the row cache and Pebble.
+	beforeRead func(key []byte)
 }
 
 // Open opens the store in dir, creating it if it does not exist. opts may be
@@ -49,7 +63,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	o.ensureDefaults()
 
-	po := &pebble.Options{Logger: pebbleLogger{o.Logger}}
+	events := eventListener(o.Logger)
+	po := &pebble.Options{Logger: pebbleLogger{o.Logger}, EventListener: events}
 	var closers []io.Closer
 	if o.InMemory {
 		po.FS = vfs.NewMem()
@@ -67,9 +82,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		// but a failed Open then leaks the checker's goroutine: wrap it here
 		// and close it on every path.
 		var fsCloser io.Closer
-		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, func(info vfs.DiskSlowInfo) {
-			o.Logger.Warn("slow disk operation", "source", "pebble", "op", info.OpType.String(), "path", info.Path, "duration", info.Duration)
-		})
+		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, events.DiskSlow)
 		closers = append(closers, fsCloser)
 	}
 	// Pebble has no bloom filter unless asked: with one, a Get of a missing
@@ -84,6 +97,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 	defer cache.Unref()
 	po.Cache = cache
 
+	// A new store is written at the newest format Pebble knows (left to
+	// itself Pebble picks its oldest). An existing one keeps its format:
+	// raising it is a one-way step (an older Pebble could no longer open
+	// the store) that is not Open's to take.
+	if desc, err := pebble.Peek(dir, po.FS); err != nil || !desc.Exists {
+		po.FormatMajorVersion = pebble.FormatNewest
+	}
+
 	pdb, err := pebble.Open(dir, po)
 	if err != nil {
 		for _, c := range closers {
@@ -91,7 +112,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("kv: open %s: %w", dir, err)
 	}
-	db := &DB{opts: o, pdb: pdb, wopts: pebble.Sync, direct: map[*Iterator]struct{}{}, closers: closers}
+	db := &DB{opts: o, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, closers: closers}
 	if o.NoSync {
 		db.wopts = pebble.NoSync
 	}
@@ -141,12 +162,16 @@ func (db *DB) Close() error {
 		// Ends every read task, and with it every pooled scan's iterator.
 		errs = append(errs, db.pool.Close())
 	}
+	// Scans register under mu, shared, so none can register after this.
+	// Ending one calls back into untrack: the map is taken first, so that
+	// its lock is not held meanwhile.
 	db.directMu.Lock()
-	for it := range db.direct {
-		it.endDirect(ErrClosed)
-	}
+	direct := db.direct
 	db.direct = nil
 	db.directMu.Unlock()
+	for d := range direct {
+		d.End(ErrClosed)
+	}
 
 	// Wait for calls that were already in Pebble when closed was set.
 	db.mu.Lock()
@@ -180,11 +205,23 @@ func (db *DB) enter() error {
 	return nil
 }
 
+// closedOr returns ErrClosed after Close, else err: a call's own failure
+// must not hide that the store is closed. Only failure paths call it.
+func (db *DB) closedOr(err error) error {
+	db.mu.RLock()
+	closed := db.closed
+	db.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return err
+}
+
 // Set stores value under key, on the caller's goroutine; synced unless
 // NoSync. The store keeps its own copy of both.
 func (db *DB) Set(key, value []byte) error {
 	if len(key) == 0 {
-		return ErrEmptyKey
+		return db.closedOr(ErrEmptyKey)
 	}
 	if err := db.enter(); err != nil {
 		return err
@@ -200,7 +237,7 @@ func (db *DB) Set(key, value []byte) error {
 // Delete removes key; deleting a missing key is not an error.
 func (db *DB) Delete(key []byte) error {
 	if len(key) == 0 {
-		return ErrEmptyKey
+		return db.closedOr(ErrEmptyKey)
 	}
 	if err := db.enter(); err != nil {
 		return err
@@ -220,10 +257,11 @@ func (db *DB) invalidate(key []byte) {
 }
 
 // Batch collects writes to apply atomically with DB.Apply. It is not safe
-// for concurrent use.
+// for concurrent use. Applying a batch leaves it as it was: it may be
+// applied again, or Reset and filled anew.
 type Batch struct {
 	ops []batchOp
-	err error
+	err error // sticky until Reset: the batch was given an empty key
 }
 
 type batchOp struct {
@@ -234,7 +272,9 @@ type batchOp struct {
 // NewBatch returns an empty batch.
 func (db *DB) NewBatch() *Batch { return &Batch{} }
 
-// Set adds a write of value under key. The batch copies both.
+// Set adds a write of value under key. The batch copies both. An empty key
+// is not added, and makes Apply of the batch fail with ErrEmptyKey until
+// Reset.
 func (b *Batch) Set(key, value []byte) {
 	if len(key) == 0 {
 		b.err = ErrEmptyKey
@@ -243,7 +283,8 @@ func (b *Batch) Set(key, value []byte) {
 	b.ops = append(b.ops, batchOp{key: append([]byte(nil), key...), value: append([]byte(nil), value...)})
 }
 
-// Delete adds a deletion of key.
+// Delete adds a deletion of key. An empty key is not added, and makes Apply
+// of the batch fail with ErrEmptyKey until Reset.
 func (b *Batch) Delete(key []byte) {
 	if len(key) == 0 {
 		b.err = ErrEmptyKey
@@ -255,10 +296,22 @@ func (b *Batch) Delete(key []byte) {
 // Len is the number of writes in the batch.
 func (b *Batch) Len() int { return len(b.ops) }
 
-// Apply commits b atomically: all of its writes or none. A batch that was
-// given an empty key fails with ErrEmptyKey and writes nothing. The batch
-// may be applied again or reused after.
+// Reset empties the batch — its writes and an empty-key error — so that it
+// can be filled again; it keeps its memory for the writes to come.
+func (b *Batch) Reset() {
+	clear(b.ops) // drop the copies of keys and values
+	b.ops = b.ops[:0]
+	b.err = nil
+}
+
+// Apply commits b atomically: all of its writes or none. After Close it
+// fails with ErrClosed, whatever b holds. A batch that was given an empty
+// key fails with ErrEmptyKey and writes nothing. Apply leaves b unchanged.
 func (db *DB) Apply(b *Batch) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
 	if b == nil {
 		return errors.New("kv: apply: nil batch")
 	}
@@ -268,10 +321,6 @@ func (db *DB) Apply(b *Batch) error {
 	if len(b.ops) == 0 {
 		return nil
 	}
-	if err := db.enter(); err != nil {
-		return err
-	}
-	defer db.mu.RUnlock()
 	pb := db.pdb.NewBatch()
 	defer pb.Close()
 	for _, op := range b.ops {
@@ -305,15 +354,4 @@ func (db *DB) Flush() error {
 		return fmt.Errorf("kv: flush: %w", err)
 	}
 	return nil
-}
-
-// poolErr turns the pool's errors into the store's.
-func poolErr(err error) error {
-	switch {
-	case errors.Is(err, readpool.ErrBusy):
-		return ErrBusy
-	case errors.Is(err, readpool.ErrClosed):
-		return ErrClosed
-	}
-	return err
 }

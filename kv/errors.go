@@ -1,6 +1,13 @@
 package kv
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/resource"
+	"github.com/coopkv/coopkv/scan"
+)
 
 var (
 	// ErrNotFound is returned by Get for a key that is not in the store.
@@ -17,3 +24,78 @@ var (
 	// empty key.
 	ErrEmptyKey = errors.New("kv: empty key")
 )
+
+var (
+	// errNegativeLimit is a Scan's Err for a negative ScanOptions.Limit.
+	errNegativeLimit = errors.New("kv: negative ScanOptions.Limit")
+	// errInvalidPriority fails a read whose context carries a priority
+	// that is none of resource's classes (see WithPriority).
+	errInvalidPriority = errors.New("kv: invalid priority")
+)
+
+// The one mapping from what reads fail with — the pool's, the scan
+// package's, Pebble's and the context's errors — to what the store's
+// callers see: every error starts with "kv: " and names the operation and
+// its key or range; the store's sentinels, context errors and
+// *readpool.PanicError stay reachable with errors.Is and errors.As; no
+// inner package's prefix ("readpool: ", "scan: ") shows.
+
+// getError is the error of a Get of key that failed with err. ErrNotFound
+// stays bare: it is the common answer, and wrapping it would cost the hot
+// path an allocation (Pebble answers a missing key bare too).
+func getError(key []byte, err error) error {
+	if err == nil || err == ErrNotFound {
+		return err
+	}
+	return fmt.Errorf("kv: get %q: %w", key, storeErr(err))
+}
+
+// scanError is the error of a Scan of [start, end) that failed with err.
+func scanError(start, end []byte, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("kv: scan [%s, %s): %w", bound(start, "-inf"), bound(end, "+inf"), storeErr(err))
+}
+
+func bound(b []byte, open string) string {
+	if b == nil {
+		return open
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// storeErr replaces an inner package's error by the store's own.
+func storeErr(err error) error {
+	var pe *readpool.PanicError
+	switch {
+	case errors.As(err, &pe):
+		return &panicError{pe}
+	case errors.Is(err, readpool.ErrBusy):
+		return ErrBusy
+	case errors.Is(err, readpool.ErrClosed):
+		return ErrClosed
+	case errors.Is(err, scan.ErrInvalidRange):
+		return ErrInvalidRange
+	case errors.Is(err, scan.ErrNegativeLimit):
+		return errNegativeLimit
+	}
+	return err
+}
+
+// panicError is a read whose step panicked. It carries the pool's
+// *readpool.PanicError (errors.As finds it, and through it an error the
+// step panicked with) but words its message without the pool's prefix.
+type panicError struct{ pe *readpool.PanicError }
+
+func (e *panicError) Error() string {
+	return fmt.Sprintf("read panicked: %v\n%s", e.pe.Value, e.pe.Stack)
+}
+
+func (e *panicError) Unwrap() error { return e.pe }
+
+// priorityError is the error of a read made with an invalid priority.
+func priorityError(p resource.Priority) error {
+	return fmt.Errorf("%w %d (want resource.PriorityLow, PriorityMedium or PriorityHigh: %d, %d or %d)",
+		errInvalidPriority, int(p), resource.PriorityLow, resource.PriorityMedium, resource.PriorityHigh)
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -15,18 +14,25 @@ import (
 // Get returns a copy of the value stored under key, which the caller owns,
 // or ErrNotFound. It runs as a one-step read-pool task; when a worker is
 // idle and nothing waits, that step runs on the caller's goroutine.
+//
+// A Get whose context ends while it waits in the queue returns the
+// context's error as soon as the pool ends its task: the only wait here is
+// for the task's Done, which the pool calls however the task ends.
 func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if len(key) == 0 {
-		return nil, ErrEmptyKey
+		return nil, db.closedOr(ErrEmptyKey)
+	}
+	o, err := spawnOptions(ctx)
+	if err != nil {
+		return nil, db.closedOr(getError(key, err))
 	}
 	if db.pool == nil {
 		return db.getDirect(ctx, key)
 	}
 	t := getTasks.Get().(*getTask)
 	t.db, t.key = db, key
-	o := spawnOptions(ctx)
 	o.Inline = true
-	err := db.pool.Go(ctx, t, o)
+	err = db.pool.Go(ctx, t, o)
 	if err == nil {
 		<-t.done
 		err = t.err
@@ -35,33 +41,29 @@ func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 	*t = getTask{done: t.done}
 	getTasks.Put(t)
 	if err != nil {
-		return nil, getErr(key, poolErr(err))
+		return nil, getError(key, err)
 	}
 	return val, nil
 }
 
 func (db *DB) getDirect(ctx context.Context, key []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, db.closedOr(getError(key, err))
 	}
 	if err := db.enter(); err != nil {
-		return nil, err
+		return nil, getError(key, err)
 	}
 	defer db.mu.RUnlock()
 	val, err := db.read(key)
-	return val, getErr(key, err)
+	return val, getError(key, err)
 }
 
-func getErr(key []byte, err error) error {
-	var pe *readpool.PanicError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("kv: get %q: %w", key, err)
-	}
-	return err
-}
-
-// read looks key up in the row cache, then in Pebble.
+// read looks key up in the row cache, then in Pebble. Its errors are
+// Pebble's, or ErrNotFound; the caller words them.
 func (db *DB) read(key []byte) ([]byte, error) {
+	if h := db.hooks.beforeRead; h != nil {
+		h(key)
+	}
 	var gen uint64
 	if db.cache != nil {
 		val, ok, g := db.cache.get(key)
@@ -75,7 +77,7 @@ func (db *DB) read(key []byte) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kv: get %q: %w", key, err)
+		return nil, err
 	}
 	// Pebble's value is valid only until closer is closed.
 	val := bytes.Clone(v)

@@ -2,19 +2,15 @@ package kv
 
 import (
 	"context"
-	"errors"
 	"iter"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/scan"
 )
 
 // ScanOptions shape a Scan. A nil *ScanOptions means the zero value.
 type ScanOptions struct {
-	Limit    int  // at most this many pairs; 0 = no limit
+	Limit    int  // at most this many pairs; 0 = no limit; < 0 is an error
 	Reverse  bool // descending key order
 	KeysOnly bool // values are not read (Value returns nil)
 }
@@ -30,123 +26,116 @@ type ReadStats struct {
 	Buffered, MaxBuffered int
 }
 
-// errIteratorClosed ends a scan task whose Iterator was closed.
-var errIteratorClosed = errors.New("kv: iterator closed")
-
 // Scan reads the keys in [start, end) — nil start is the first key, nil end
 // is past the last — and returns at once: the reading is a read-pool task
 // that streams batches to the iterator, holding at most two at a time. The
 // scan sees the store as of this call, whatever is written while it runs.
-// Scan never fails at call time: errors surface through Err.
+// Scan never fails at call time: errors surface through Err. It keeps its
+// own copy of start and end.
 func (db *DB) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator {
 	var so ScanOptions
 	if opts != nil {
 		so = *opts
 	}
-	it := &Iterator{db: db, keysOnly: so.KeysOnly}
-	if len(start) == 0 {
-		start = nil
-	}
-	if len(end) == 0 {
-		end = nil
-	}
-	spec := scan.Spec{Start: start, End: end, Limit: so.Limit, Reverse: so.Reverse, KeysOnly: so.KeysOnly}
-	if err := spec.Validate(); err != nil {
-		if errors.Is(err, scan.ErrInvalidRange) {
-			err = ErrInvalidRange
-		}
-		it.err = err
+	start, end = cloneBounds(start, end)
+	it := &Iterator{keysOnly: so.KeysOnly, start: start, end: end}
+	src, err := db.startScan(ctx, scan.Spec{Start: start, End: end, Limit: so.Limit, Reverse: so.Reverse, KeysOnly: so.KeysOnly})
+	if err != nil {
+		it.err = scanError(start, end, err)
 		return it
+	}
+	it.src = src
+	return it
+}
+
+// startScan opens the scan's Pebble iterator and hands it to its reader:
+// a pool task, or a direct reader that Close can end. It holds mu, shared,
+// until then, so that Close cannot close Pebble under an iterator that
+// nobody would close first (spawning never blocks, so holding it is cheap).
+func (db *DB) startScan(ctx context.Context, spec scan.Spec) (scan.Source, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	o, err := spawnOptions(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		it.err = err
-		return it
+		return nil, err
 	}
-	if err := db.enter(); err != nil {
-		it.err = err
-		return it
-	}
-	c, err := scan.NewCursor(db.pdb, spec)
-	db.mu.RUnlock()
+	c, err := scan.NewCursor(db.pdb, spec) // validates spec
 	if err != nil {
-		it.err = err
-		return it
+		return nil, err
 	}
-	if db.pool == nil {
-		it.startDirect(ctx, c)
-		return it
+	if db.pool != nil {
+		return scan.Spawn(ctx, db.pool, c, o) // closes c if refused
 	}
-	it.stream = scan.NewStream(scan.DefaultBuffer)
-	h, err := db.pool.Spawn(ctx, scan.NewTask(c, it.stream), spawnOptions(ctx))
-	if err != nil {
-		_ = c.Close()
-		it.err = poolErr(err)
-		it.stream = nil
-		return it
+	var d *scan.Direct
+	d = scan.NewDirect(ctx, c, func() { db.untrack(d) })
+	db.directMu.Lock()
+	db.direct[d] = struct{}{} // not nil: Close has not begun, as we hold mu
+	db.directMu.Unlock()
+	return d, nil
+}
+
+// cloneBounds copies a scan's bounds into one allocation: Pebble reads them
+// for as long as its iterator is open, and the caller may reuse its slices.
+// An empty bound is the open bound, nil.
+func cloneBounds(start, end []byte) ([]byte, []byte) {
+	if len(start) == 0 && len(end) == 0 {
+		return nil, nil
 	}
-	it.h = h
-	return it
+	buf := make([]byte, 0, len(start)+len(end))
+	var s, e []byte
+	if len(start) > 0 {
+		buf = append(buf, start...)
+		s = buf[:len(start):len(start)]
+	}
+	if len(end) > 0 {
+		buf = append(buf, end...)
+		e = buf[len(buf)-len(end):]
+	}
+	return s, e
+}
+
+func (db *DB) untrack(d *scan.Direct) {
+	db.directMu.Lock()
+	if db.direct != nil {
+		delete(db.direct, d)
+	}
+	db.directMu.Unlock()
 }
 
 // Iterator walks the pairs of a Scan. It is not safe for concurrent use,
 // but Close may be called from any goroutine, also during Next.
 type Iterator struct {
-	db       *DB
-	keysOnly bool
-	// Consumer side: touched only by the goroutine that calls Next.
-	err error
+	src scan.Source // nil when the scan failed to start
+	// Touched only by the goroutine that calls Next.
 	cur *scan.Batch
 	i   int
+	err error
 
-	// A pooled scan: its task streams batches.
-	stream *scan.Stream
-	h      *readpool.Handle
-
-	// A direct scan: Next fills batches on the caller's goroutine.
-	dmu    sync.Mutex
-	dc     *scan.Cursor
-	dctx   context.Context
-	dbatch scan.Batch
-	dstats ReadStats
-	dend   error // why the direct scan was ended from outside
-
-	closeOnce sync.Once
-	closed    atomic.Bool
+	keysOnly   bool
+	start, end []byte // for the words of errors
 }
 
 // Next moves to the next pair and reports whether there is one. After it
 // returns false, Err says whether the scan ended complete.
 func (it *Iterator) Next() bool {
-	if it.err != nil || it.closed.Load() || (it.stream == nil && it.dc == nil) {
+	if it.err != nil || it.src == nil {
 		return false
 	}
 	if it.cur != nil && it.i+1 < it.cur.Len() {
 		it.i++
 		return true
 	}
-	var b *scan.Batch
-	var err error
-	if it.stream != nil {
-		b, err = it.stream.Next(it.cur)
-	} else {
-		b, err = it.nextDirect()
-	}
+	b, err := it.src.Next()
 	it.cur, it.i = b, 0
 	if err != nil {
-		it.err = scanErr(err)
-		return false
+		it.err = scanError(it.start, it.end, err)
 	}
 	return b != nil
-}
-
-func scanErr(err error) error {
-	switch {
-	case errors.Is(err, errIteratorClosed):
-		return nil
-	case errors.Is(err, readpool.ErrClosed):
-		return ErrClosed
-	}
-	return err
 }
 
 // Key returns the current key; valid until the next call of Next.
@@ -160,35 +149,25 @@ func (it *Iterator) Key() []byte {
 // Value returns the current value (nil for a KeysOnly scan); valid until
 // the next call of Next.
 func (it *Iterator) Value() []byte {
-	if it.cur == nil {
-		return nil
-	}
-	if it.keysOnly {
+	if it.cur == nil || it.keysOnly {
 		return nil
 	}
 	return it.cur.Value(it.i)
 }
 
-// Err returns the error that ended the scan, or nil: ErrInvalidRange,
-// ErrClosed, ErrBusy, the context's error, or a read error.
+// Err returns the error that ended the scan, or nil. It wraps (errors.Is)
+// ErrInvalidRange, ErrClosed, ErrBusy, the context's error, or a read
+// error, and names the range.
 func (it *Iterator) Err() error { return it.err }
 
 // Close ends the scan and frees its task at once: a waiting or queued task
 // is ended on this goroutine, a running one at the end of its step, and
 // Close returns when its Pebble iterator is closed. Idempotent.
 func (it *Iterator) Close() error {
-	it.closeOnce.Do(func() {
-		it.closed.Store(true)
-		if it.h != nil {
-			it.h.Cancel(errIteratorClosed)
-			<-it.stream.Finished()
-		}
-		if it.dc != nil {
-			it.endDirect(errIteratorClosed)
-			it.db.untrack(it)
-		}
-	})
-	return nil
+	if it.src == nil {
+		return nil
+	}
+	return it.src.Close()
 }
 
 // All returns the remaining pairs for a range loop; check Err after it.
@@ -205,91 +184,14 @@ func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
 
 // Stats reports how the scan has waited and run so far.
 func (it *Iterator) Stats() ReadStats {
-	if it.h != nil {
-		ts := it.h.Stats()
-		ss := it.stream.Stats()
-		return ReadStats{
-			Steps: ts.Steps, Yields: ts.Yields, Wakes: ts.Wakes,
-			WaitTime: ts.WaitTime, ExecTime: ts.ExecTime,
-			Rows: ts.Rows, Bytes: ts.Bytes,
-			Buffered: ss.Held, MaxBuffered: ss.MaxHeld,
-		}
+	if it.src == nil {
+		return ReadStats{}
 	}
-	it.dmu.Lock()
-	defer it.dmu.Unlock()
-	return it.dstats
-}
-
-// startDirect registers a direct scan so that DB.Close can end it.
-func (it *Iterator) startDirect(ctx context.Context, c *scan.Cursor) {
-	it.dc, it.dctx = c, ctx
-	db := it.db
-	db.directMu.Lock()
-	defer db.directMu.Unlock()
-	if db.direct == nil { // Close ran since Scan checked
-		_ = c.Close()
-		it.dc = nil
-		it.err = ErrClosed
-		return
-	}
-	db.direct[it] = struct{}{}
-}
-
-func (db *DB) untrack(it *Iterator) {
-	db.directMu.Lock()
-	if db.direct != nil {
-		delete(db.direct, it)
-	}
-	db.directMu.Unlock()
-}
-
-// nextDirect fills the next batch on the caller's goroutine.
-func (it *Iterator) nextDirect() (*scan.Batch, error) {
-	it.dmu.Lock()
-	defer it.dmu.Unlock()
-	if it.dend != nil {
-		return nil, it.dend
-	}
-	if it.dc.Done() {
-		it.closeDirectLocked()
-		return nil, nil
-	}
-	if err := it.dctx.Err(); err != nil {
-		it.closeDirectLocked()
-		return nil, err
-	}
-	start := time.Now()
-	rows, n, err := it.dc.Fill(&it.dbatch)
-	it.dstats.Steps++
-	it.dstats.ExecTime += time.Since(start)
-	it.dstats.Rows += rows
-	it.dstats.Bytes += n
-	it.dstats.Buffered, it.dstats.MaxBuffered = 1, 1
-	if err != nil {
-		it.closeDirectLocked()
-		return nil, err
-	}
-	if it.dbatch.Len() == 0 {
-		it.closeDirectLocked()
-		return nil, nil
-	}
-	return &it.dbatch, nil
-}
-
-// endDirect ends a direct scan from outside (Close of the iterator or of the
-// store): it waits for a Next in progress, then closes the Pebble iterator.
-func (it *Iterator) endDirect(why error) {
-	it.dmu.Lock()
-	defer it.dmu.Unlock()
-	if it.dend == nil {
-		it.dend = why
-	}
-	it.closeDirectLocked()
-}
-
-func (it *Iterator) closeDirectLocked() {
-	if it.dc != nil {
-		_ = it.dc.Close()
-		it.dstats.Buffered = 0
+	s := it.src.Stats()
+	return ReadStats{
+		Steps: s.Steps, Yields: s.Yields, Wakes: s.Wakes,
+		WaitTime: s.WaitTime, ExecTime: s.ExecTime,
+		Rows: s.Rows, Bytes: s.Bytes,
+		Buffered: s.Buffered, MaxBuffered: s.MaxBuffered,
 	}
 }

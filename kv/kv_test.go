@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
 )
 
@@ -257,13 +255,13 @@ func TestErrors(t *testing.T) {
 	assert.ErrorIs(t, it.Err(), ErrInvalidRange)
 	require.NoError(t, it.Close())
 	it = db.Scan(ctx, nil, nil, &ScanOptions{Limit: -1})
-	assert.Error(t, it.Err())
+	assert.ErrorContains(t, it.Err(), "kv: scan [-inf, +inf): kv: negative ScanOptions.Limit")
 
 	require.NoError(t, db.Close())
 	require.NoError(t, db.Close(), "idempotent")
 	assert.ErrorIs(t, db.Set([]byte("k"), nil), ErrClosed)
 	assert.ErrorIs(t, db.Delete([]byte("k")), ErrClosed)
-	assert.ErrorIs(t, db.Apply(db.NewBatch()), nil, "an empty batch touches nothing")
+	assert.ErrorIs(t, db.Apply(db.NewBatch()), ErrClosed, "even an empty batch")
 	b = db.NewBatch()
 	b.Set([]byte("k"), nil)
 	assert.ErrorIs(t, db.Apply(b), ErrClosed)
@@ -358,18 +356,10 @@ func TestPriority_PinsMLFQLevel(t *testing.T) {
 		require.NoError(t, it.Close())
 		assert.Greater(t, db.Stats().Pool.Queue.Levels[c.level].Steps, before, "priority %v runs on level %d", c.p, c.level)
 	}
-	o := spawnOptions(WithTaskID(context.Background(), 42))
+	o, err := spawnOptions(WithTaskID(context.Background(), 42))
+	require.NoError(t, err)
 	assert.EqualValues(t, 42, o.TaskID)
 	assert.False(t, o.Fixed)
-}
-
-func TestPoolErr_Mapping(t *testing.T) {
-	assert.ErrorIs(t, poolErr(readpool.ErrBusy), ErrBusy)
-	assert.ErrorIs(t, poolErr(readpool.ErrClosed), ErrClosed)
-	other := errors.New("x")
-	assert.ErrorIs(t, poolErr(other), other)
-	var pe error = &readpool.PanicError{Value: "boom"}
-	assert.ErrorContains(t, getErr([]byte("k"), pe), `kv: get "k"`)
 }
 
 func TestStats_JSON(t *testing.T) {

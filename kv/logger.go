@@ -1,12 +1,16 @@
 package kv
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
-// pebbleLogger sends Pebble's log lines to the store's slog.Logger, so
-// Pebble prints nothing ("Found 0 WALs") unless the embedding program asks.
+// pebbleLogger sends Pebble's log lines to the store's slog.Logger: its
+// info lines ("Found 0 WALs") at Info, which the default logger drops, its
+// errors at Error.
 type pebbleLogger struct{ l *slog.Logger }
 
 func (p pebbleLogger) Infof(format string, args ...any) {
@@ -23,4 +27,64 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg, "source", "pebble", "fatal", true)
 	panic("pebble: " + msg)
+}
+
+// eventListener routes the Pebble events an operator must hear of to l:
+// failures of background work (a flush or compaction that failed leaves the
+// store degraded while every call still succeeds), corruption, write stalls
+// and a filling disk. Pebble's routine events (flushes, compactions, files
+// created) are not logged.
+func eventListener(l *slog.Logger) *pebble.EventListener {
+	return &pebble.EventListener{
+		BackgroundError: func(err error) {
+			l.Error("pebble background error", "source", "pebble", "error", err)
+		},
+		// Pebble's default would call Logger.Fatalf, which panics here; the
+		// read that met the corruption returns an error of its own.
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			l.Error("pebble data corruption", "source", "pebble", "path", info.Path, "error", info.Details)
+		},
+		DiskSlow: func(info pebble.DiskSlowInfo) {
+			l.Warn("slow disk operation", "source", "pebble", "op", info.OpType.String(), "path", info.Path, "duration", info.Duration)
+		},
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			l.Warn("pebble write stall", "source", "pebble", "reason", info.Reason)
+		},
+		WriteStallEnd: func() {
+			l.Info("pebble write stall ended", "source", "pebble")
+		},
+		LowDiskSpace: func(info pebble.LowDiskSpaceInfo) {
+			l.Warn("pebble low disk space", "source", "pebble", "detail", info.String())
+		},
+		PossibleAPIMisuse: func(info pebble.PossibleAPIMisuseInfo) {
+			l.Warn("pebble possible API misuse", "source", "pebble", "detail", info.String())
+		},
+	}
+}
+
+// defaultLogger is the logger of a store opened without one: warnings and
+// errors go to slog.Default() — a failing store must not be silent — and
+// Pebble's routine info lines are dropped.
+func defaultLogger() *slog.Logger {
+	return slog.New(minLevel{min: slog.LevelWarn, h: slog.Default().Handler()})
+}
+
+// minLevel passes on the records of h at min or above.
+type minLevel struct {
+	min slog.Level
+	h   slog.Handler
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.h.Enabled(ctx, l)
+}
+
+func (m minLevel) Handle(ctx context.Context, r slog.Record) error { return m.h.Handle(ctx, r) }
+
+func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{min: m.min, h: m.h.WithAttrs(as)}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{min: m.min, h: m.h.WithGroup(name)}
 }

@@ -48,7 +48,11 @@ type Options struct {
 	// Scheduler is "" (mlfq, or priority with ResourceControl), mlfq,
 	// fifo or direct.
 	Scheduler Scheduler
-	// Logger receives Pebble's log lines; nil = discard.
+	// Logger receives Pebble's log lines and the events that need an
+	// operator: background errors (a failed flush or compaction) and data
+	// corruption at Error, write stalls, slow disks and low disk space at
+	// Warn; routine lines ("Found 0 WALs") at Info. nil = warnings and
+	// errors go to slog.Default() (as it is at Open), the rest is dropped.
 	Logger *slog.Logger
 }
 
@@ -75,7 +79,7 @@ func (o *Options) ensureDefaults() {
 		}
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = defaultLogger()
 	}
 }
 

@@ -15,8 +15,14 @@ const (
 	MaxBatchBytes = 1 << 20
 )
 
-// ErrInvalidRange is returned for a range whose start is after its end.
-var ErrInvalidRange = errors.New("scan: invalid range: start > end")
+// The errors of an invalid Spec, which NewCursor validates (once: callers
+// need not call Validate first). A store maps them to its own errors.
+var (
+	// ErrInvalidRange is returned for a range whose start is after its end.
+	ErrInvalidRange = errors.New("scan: invalid range: start > end")
+	// ErrNegativeLimit is returned for a Spec whose Limit is negative.
+	ErrNegativeLimit = errors.New("scan: negative limit")
+)
 
 // Spec says what a scan reads: keys in [Start, End) — nil Start is the first
 // key, nil End is past the last — in ascending order or, with Reverse,
@@ -34,7 +40,7 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("%w: [%q, %q)", ErrInvalidRange, s.Start, s.End)
 	}
 	if s.Limit < 0 {
-		return fmt.Errorf("scan: negative limit %d", s.Limit)
+		return fmt.Errorf("%w %d", ErrNegativeLimit, s.Limit)
 	}
 	return nil
 }
@@ -64,7 +70,7 @@ func NewCursor(r Reader, spec Spec) (*Cursor, error) {
 	}
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: spec.Start, UpperBound: spec.End})
 	if err != nil {
-		return nil, fmt.Errorf("scan: open iterator: %w", err)
+		return nil, fmt.Errorf("open iterator: %w", err)
 	}
 	return &Cursor{it: it, spec: spec, rows: MinBatchRows}, nil
 }
@@ -109,7 +115,7 @@ func (c *Cursor) Fill(b *Batch) (rows, bytes int64, err error) {
 		var v []byte
 		if !c.spec.KeysOnly {
 			if v, err = c.it.ValueAndErr(); err != nil {
-				return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("scan: read value of %q: %w", c.it.Key(), err)
+				return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("read value of %q: %w", c.it.Key(), err)
 			}
 		}
 		b.add(c.it.Key(), v)
@@ -119,7 +125,7 @@ func (c *Cursor) Fill(b *Batch) (rows, bytes int64, err error) {
 		valid = c.advance()
 	}
 	if err := c.it.Error(); err != nil {
-		return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("scan: iterate: %w", err)
+		return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("iterate: %w", err)
 	}
 	c.emitted += b.Len()
 	if b.Len() > 0 {

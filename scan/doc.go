@@ -3,6 +3,16 @@
 // to yield before every batch, and hands the batches to the consumer through
 // a bounded buffer.
 //
+// # Readers
+//
+// A consumer reads a scan through a [Source], which owns the [Cursor] and,
+// if there is one, the task: [Spawn] runs the cursor as a read-pool task
+// streaming through a [Stream] ([Pooled]); [NewDirect] fills batches on the
+// goroutine that asks for them ([Direct]) — a store without a pool, or an
+// executor that already runs inside a pool step. Both end at once on Close,
+// and can be ended from outside with an error (End), e.g. by the store
+// closing.
+//
 // # Batches
 //
 // A [Cursor] fills a [Batch] with up to its current batch size of rows, in

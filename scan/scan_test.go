@@ -95,7 +95,7 @@ func TestCursor_ByteCapBoundsABatch(t *testing.T) {
 
 func TestSpec_Validate(t *testing.T) {
 	assert.ErrorIs(t, (&Spec{Start: []byte("b"), End: []byte("a")}).Validate(), ErrInvalidRange)
-	assert.Error(t, (&Spec{Limit: -1}).Validate())
+	assert.ErrorIs(t, (&Spec{Limit: -1}).Validate(), ErrNegativeLimit)
 	assert.NoError(t, (&Spec{Start: []byte("a"), End: []byte("a")}).Validate(), "empty, not invalid")
 	assert.NoError(t, (&Spec{End: []byte("a")}).Validate())
 }

@@ -1,0 +1,68 @@
+package kv
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestScan_RacesClose runs scans against a Close of their store: each scan
+// either reads rows or reports ErrClosed, Close returns nil (Pebble reports
+// an iterator left open there, and panics on one closed after it), and no
+// goroutine is left (TestMain runs goleak).
+func TestScan_RacesClose(t *testing.T) {
+	const rounds, scanners, perScanner = 40, 8, 4
+	for _, sched := range []Scheduler{SchedulerMLFQ, SchedulerFIFO, SchedulerDirect} {
+		t.Run(string(sched), func(t *testing.T) {
+			var rowsSeen, closedSeen int
+			for round := range rounds {
+				db, err := Open("", &Options{InMemory: true, Scheduler: sched, Workers: 2})
+				require.NoError(t, err)
+				load(t, db, 300, func(int) []byte { return []byte("v") })
+				// Close comes as the target-th scan starts, a different one
+				// each round, so that it meets scans at every stage: being
+				// started, queued, reading, waiting for their reader.
+				target := int64(1 + round%(scanners*perScanner))
+				trigger := make(chan struct{})
+				var started atomic.Int64
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				for g := range scanners {
+					wg.Go(func() {
+						for i := range perScanner {
+							if started.Add(1) == target {
+								close(trigger)
+							}
+							o := &ScanOptions{Reverse: (g+i)%2 == 0}
+							it := db.Scan(context.Background(), nil, nil, o)
+							rows := 0
+							for it.Next() {
+								rows++
+							}
+							err := it.Err()
+							assert.NoError(t, it.Close())
+							mu.Lock()
+							switch {
+							case err != nil:
+								closedSeen++
+								assert.ErrorIs(t, err, ErrClosed)
+							default:
+								rowsSeen++
+								assert.Equal(t, 300, rows, "a scan that ends without error read everything")
+							}
+							mu.Unlock()
+						}
+					})
+				}
+				<-trigger
+				assert.NoError(t, db.Close())
+				wg.Wait()
+			}
+			t.Logf("%d scans read rows, %d saw ErrClosed", rowsSeen, closedSeen)
+		})
+	}
+}
