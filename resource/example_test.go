@@ -35,7 +35,7 @@ func ExampleManager_Put_invalid() {
 	fmt.Println(err)
 	// Output:
 	// resource: invalid group: Name is empty
-	// resource: invalid group: RUPerSec -1 is not a finite number >= 0
+	// resource: invalid group: RUPerSec -1 is neither 0 (unlimited) nor within [0.001, 1e+09]
 	// resource: invalid group: Priority 3 is not low (1), medium (8) or high (16)
 }
 

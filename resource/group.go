@@ -24,6 +24,10 @@ const (
 	// UnlimitedShare is the share, in RU/s, an unlimited group (RUPerSec
 	// 0, as default) competes with for fair order.
 	UnlimitedShare = 10000
+	// MinRUPerSec and MaxRUPerSec bound a group's RU/s (but for 0,
+	// unlimited): the token bucket counts micro-RU in an int64.
+	MinRUPerSec = 0.001
+	MaxRUPerSec = 1e9
 )
 
 // GroupConfig configures a resource group.
@@ -71,8 +75,8 @@ func (c *GroupConfig) validate() error {
 			}
 		}
 	}
-	if math.IsNaN(c.RUPerSec) || math.IsInf(c.RUPerSec, 0) || c.RUPerSec < 0 {
-		errs = append(errs, fmt.Errorf("%w: RUPerSec %v is not a finite number >= 0", ErrInvalidGroup, c.RUPerSec))
+	if math.IsNaN(c.RUPerSec) || c.RUPerSec != 0 && (c.RUPerSec < MinRUPerSec || c.RUPerSec > MaxRUPerSec) {
+		errs = append(errs, fmt.Errorf("%w: RUPerSec %v is neither 0 (unlimited) nor within [%v, %v]", ErrInvalidGroup, c.RUPerSec, MinRUPerSec, MaxRUPerSec))
 	}
 	if c.Priority != 0 && !c.Priority.Valid() {
 		errs = append(errs, fmt.Errorf("%w: Priority %d is not low (1), medium (8) or high (16)", ErrInvalidGroup, int(c.Priority)))

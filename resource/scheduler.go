@@ -35,18 +35,25 @@ import (
 // is queued.
 //
 // Admission. Each class has MaxTasks of room (TiKV gates per priority,
-// tikv #16049). When a class is full, a group may still be admitted up to
-// its share of the room (its RU/s against the active groups' of its
-// class): a flooding group makes itself busy, not its neighbours.
+// tikv #16049) for its queued and running tasks. When a class is full, a
+// group may still be admitted up to its share of the room (its RU/s
+// against the active groups' of its class): a flooding group makes itself
+// busy, not its neighbours. Held tasks take no room in their class, only in
+// their group's own, which is MaxTasks too: a throttled group cannot pile
+// up tasks without bound.
 type Scheduler struct {
 	m      *Manager
 	ready  readpool.EntryHeap
 	held   readpool.EntryHeap // by the pool time the entry may be looked at again
 	pre    *readpool.Preemption
 	active []*Group // groups with occupancy > 0
-	class  [numClasses]int
-	steps  int64
-	time   time.Duration
+	// floor is the virtual time a group starts at when none is active: the
+	// largest any group had when the pool last emptied, so that a group
+	// back from idleness into an idle pool banks no credit either.
+	floor uint64
+	class [numClasses]int
+	steps int64
+	time  time.Duration
 }
 
 // NewScheduler returns a scheduler over m's groups.
@@ -62,7 +69,8 @@ const (
 
 // Entry.QueueState: what the scheduler has counted the entry in.
 const (
-	qsCounted    = 1 << iota // the group's occupancy and its class's
+	qsCounted    = 1 << iota // the group's occupancy
+	qsInClass                // its class's occupancy (not while held: a held task takes only its group's room)
 	qsRunning                // the group's running tasks
 	qsHeld                   // in the held set (else, when queued, ready)
 	qsClassShift = 8         // the class it was counted in, above the flags
@@ -126,6 +134,12 @@ func (s *Scheduler) MayInline(e *readpool.Entry) bool {
 // Admit implements readpool.Admitter.
 func (s *Scheduler) Admit(e *readpool.Entry, maxTasks int) bool {
 	g := s.groupOf(e)
+	if g.occupancy >= maxTasks {
+		// The group's own room, held tasks included: a throttled group
+		// cannot pile up tasks without bound.
+		g.rejected.Add(1)
+		return false
+	}
 	cfg := g.Config()
 	c := classFor(e, &cfg)
 	if s.class[c] < maxTasks {
@@ -150,27 +164,41 @@ func (s *Scheduler) Admit(e *readpool.Entry, maxTasks int) bool {
 	return false
 }
 
-// count adds e to its group's and class's occupancy, activating the group.
+// count adds e to its group's occupancy, activating the group, and to its
+// class's.
 func (s *Scheduler) count(e *readpool.Entry, g *Group, c int) {
-	if e.QueueState&qsCounted != 0 {
-		return
-	}
-	if !g.active {
-		// Back from idleness: no credit for the time it had nothing to run.
-		if minV, ok := s.minActiveVTime(); ok {
+	if e.QueueState&qsCounted == 0 {
+		if !g.active {
+			// Back from idleness: no credit for the time it had nothing to
+			// run.
+			minV, ok := s.minActiveVTime()
+			if !ok {
+				minV = s.floor
+			}
 			for {
 				v := g.vtime.Load()
 				if v >= minV || g.vtime.CompareAndSwap(v, minV) {
 					break
 				}
 			}
+			g.active = true
+			s.active = append(s.active, g)
 		}
-		g.active = true
-		s.active = append(s.active, g)
+		g.occupancy++
+		e.QueueState |= qsCounted | uint64(c)<<qsClassShift
 	}
-	g.occupancy++
-	s.class[c]++
-	e.QueueState |= qsCounted | uint64(c)<<qsClassShift
+	if e.QueueState&qsInClass == 0 {
+		s.class[e.QueueState>>qsClassShift]++
+		e.QueueState |= qsInClass
+	}
+}
+
+// leaveClass takes e out of its class's occupancy (it is held, or leaves).
+func (s *Scheduler) leaveClass(e *readpool.Entry) {
+	if e.QueueState&qsInClass != 0 {
+		s.class[e.QueueState>>qsClassShift]--
+		e.QueueState &^= qsInClass
+	}
 }
 
 // uncount takes e out of the occupancy it was counted in.
@@ -178,7 +206,7 @@ func (s *Scheduler) uncount(e *readpool.Entry, g *Group) {
 	if e.QueueState&qsCounted == 0 {
 		return
 	}
-	s.class[e.QueueState>>qsClassShift]--
+	s.leaveClass(e)
 	e.QueueState = 0
 	g.occupancy--
 	if g.occupancy == 0 {
@@ -188,6 +216,9 @@ func (s *Scheduler) uncount(e *readpool.Entry, g *Group) {
 				s.active = append(s.active[:i], s.active[i+1:]...)
 				break
 			}
+		}
+		if len(s.active) == 0 {
+			s.floor = max(s.floor, g.vtime.Load())
 		}
 	}
 }
@@ -210,12 +241,13 @@ func (g *Group) refill(cfg *GroupConfig, now time.Duration) {
 		return
 	}
 	dt := now - g.lastRefill
-	if dt <= 0 {
-		return
-	}
-	g.lastRefill = now
 	rate := cfg.RUPerSec * microRU // micro-RU per second
 	add := int64(rate * dt.Seconds())
+	if add <= 0 {
+		return // less than a micro-RU earned: keep the time for the next refill
+	}
+	// Advance by the time the added tokens took, keeping the remainder.
+	g.lastRefill += time.Duration(float64(add) / rate * float64(time.Second))
 	capacity := int64(rate)
 	for {
 		t := g.tokens.Load()
@@ -240,6 +272,7 @@ func (s *Scheduler) Push(e *readpool.Entry, now time.Duration) {
 			wait := time.Duration(float64(-t+1) / (cfg.RUPerSec * microRU) * float64(time.Second))
 			wait = max(wait, time.Microsecond)
 			e.Key = uint64(now + wait)
+			s.leaveClass(e)
 			e.QueueState |= qsHeld
 			s.held.Push(e)
 			g.held.Add(1)

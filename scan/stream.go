@@ -22,10 +22,11 @@ type Stream struct {
 	free        []*Batch
 	done        bool
 	err         error
-	taskWaiting *readpool.Handle // the task, parked for want of a slot
-	waiting     bool             // the consumer waits for a batch
-	notify      chan struct{}    // capacity 1
-	finished    chan struct{}    // closed when the task has ended
+	taskWaiting readpool.Waker // the task, parked for want of a slot
+	hasWaiting  bool
+	waiting     bool          // the consumer waits for a batch
+	notify      chan struct{} // capacity 1
+	finished    chan struct{} // closed when the task has ended
 }
 
 // NewStream returns a stream of n slots (DefaultBuffer when n <= 0).
@@ -57,7 +58,7 @@ func (s *Stream) reserve(sc *readpool.StepContext) *Batch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held >= s.slots {
-		s.taskWaiting = sc.Handle()
+		s.taskWaiting, s.hasWaiting = sc.Waker(), true
 		return nil
 	}
 	s.held++
@@ -116,10 +117,11 @@ func (s *Stream) Next(prev *Batch) (*Batch, error) {
 	if prev != nil {
 		s.held--
 		s.free = append(s.free, prev)
-		if h := s.taskWaiting; h != nil {
-			s.taskWaiting = nil
+		if s.hasWaiting {
+			w := s.taskWaiting
+			s.taskWaiting, s.hasWaiting = readpool.Waker{}, false
 			s.mu.Unlock()
-			h.Wake()
+			w.Wake()
 			s.mu.Lock()
 		}
 	}
