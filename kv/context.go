@@ -12,7 +12,17 @@ type ctxKey int
 const (
 	taskIDKey ctxKey = iota
 	priorityKey
+	groupKey
 )
+
+// WithResourceGroup makes the reads made with ctx run in resource group
+// group, under resource control (Options.ResourceControl): they are
+// scheduled by its share and class and charged to it. An unknown group
+// runs as resource.DefaultGroup. Without resource control it has no
+// effect.
+func WithResourceGroup(ctx context.Context, group string) context.Context {
+	return context.WithValue(ctx, groupKey, group)
+}
 
 // WithTaskID gives the reads made with ctx one MLFQ identity: their time
 // adds up, so a client that splits one big job into many small reads is
@@ -30,7 +40,8 @@ func WithTaskID(ctx context.Context, id uint64) context.Context {
 // WithPriority sets the priority of the reads made with ctx. Under the MLFQ,
 // PriorityHigh pins them to the top level and PriorityLow to the bottom one
 // (background work); PriorityMedium, the default, lets their elapsed time
-// decide. 0 means PriorityMedium. Any other value makes the reads made with
+// decide. Under resource control it overrides the class of the reads'
+// group. 0 means PriorityMedium. Any other value makes the reads made with
 // ctx fail with an error that names it.
 func WithPriority(ctx context.Context, p resource.Priority) context.Context {
 	if p == 0 {
@@ -41,13 +52,28 @@ func WithPriority(ctx context.Context, p resource.Priority) context.Context {
 
 // spawnOptions reads a request's scheduling extras from its context. It
 // fails for a priority that is not one of resource's classes: taking it
-// silently would schedule the read on a level nobody asked for.
-func spawnOptions(ctx context.Context) (readpool.SpawnOptions, error) {
+// silently would schedule the read on a level nobody asked for. With
+// resource control (groups non-nil) the request's group is resolved here,
+// once, and travels with its task as a pointer.
+func spawnOptions(ctx context.Context, groups *resource.Manager) (readpool.SpawnOptions, error) {
 	var o readpool.SpawnOptions
 	if id, ok := ctx.Value(taskIDKey).(uint64); ok {
 		o.TaskID = id
 	}
-	if p, ok := ctx.Value(priorityKey).(resource.Priority); ok {
+	p, hasPriority := ctx.Value(priorityKey).(resource.Priority)
+	if hasPriority && !p.Valid() {
+		return o, priorityError(p)
+	}
+	if groups != nil {
+		name, _ := ctx.Value(groupKey).(string)
+		g := groups.Resolve(name)
+		o.Tag, o.Group = g, g.Name()
+		if hasPriority {
+			o.Priority = uint64(p)
+		}
+		return o, nil
+	}
+	if hasPriority {
 		switch p {
 		case resource.PriorityHigh:
 			o.Fixed, o.Level = true, 0

@@ -13,16 +13,21 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/resource"
 	"github.com/coopkv/coopkv/scan"
 )
 
 // DB is an open store. Its methods are safe for concurrent use.
 type DB struct {
-	opts  Options
-	pdb   *pebble.DB
-	pool  *readpool.Pool // nil with SchedulerDirect
-	cache *rowCache      // nil when RowCacheSize < 0
-	wopts *pebble.WriteOptions
+	opts Options
+	pdb  *pebble.DB
+	pool *readpool.Pool // nil with SchedulerDirect
+	// groups are the store's resource groups; sched schedules by them
+	// when resource control is on (nil otherwise).
+	groups *resource.Manager
+	sched  *resource.Scheduler
+	cache  *rowCache // nil when RowCacheSize < 0
+	wopts  *pebble.WriteOptions
 
 	// mu guards Pebble against Close: every call that reaches Pebble from
 	// the caller's goroutine holds it shared, and so does a Scan until its
@@ -112,7 +117,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("kv: open %s: %w", dir, err)
 	}
-	db := &DB{opts: o, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, closers: closers}
+	db := &DB{opts: o, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, closers: closers, groups: resource.NewManager()}
 	if o.NoSync {
 		db.wopts = pebble.NoSync
 	}
@@ -123,16 +128,17 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 	}
 	if o.Scheduler != SchedulerDirect {
-		q := readpool.Queue(readpool.NewMLFQ(readpool.MLFQOptions{}))
-		if o.Scheduler == SchedulerFIFO {
-			q = readpool.NewFIFO()
+		po := readpool.Options{Workers: o.Workers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice}
+		switch o.Scheduler {
+		case SchedulerFIFO:
+			po.Queue = readpool.NewFIFO()
+		case SchedulerPriority:
+			db.sched = resource.NewScheduler(db.groups)
+			po.Queue, po.Accountant = db.sched, db.sched
+		default:
+			po.Queue = readpool.NewMLFQ(readpool.MLFQOptions{})
 		}
-		db.pool, err = readpool.New(readpool.Options{
-			Workers:   o.Workers,
-			MaxTasks:  o.MaxTasks,
-			TimeSlice: o.TimeSlice,
-			Queue:     q,
-		})
+		db.pool, err = readpool.New(po)
 		if err != nil {
 			db.closeStorage()
 			return nil, fmt.Errorf("kv: open %s: %w", dir, err)
@@ -143,6 +149,20 @@ func Open(dir string, opts *Options) (*DB, error) {
 
 // Options returns the options in force, defaults filled in.
 func (db *DB) Options() Options { return db.opts }
+
+// ResourceGroups returns the store's resource groups. They schedule reads
+// only under resource control (Options.ResourceControl); changes apply at
+// once, to reads queued after them.
+func (db *DB) ResourceGroups() *resource.Manager { return db.groups }
+
+// groupsIfControlled is the manager reads resolve their group in, or nil
+// without resource control.
+func (db *DB) groupsIfControlled() *resource.Manager {
+	if db.sched == nil {
+		return nil
+	}
+	return db.groups
+}
 
 // Close ends the store: new calls fail with ErrClosed, running scans end
 // (their Err says ErrClosed), running reads are waited for, and Pebble is

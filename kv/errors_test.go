@@ -190,7 +190,7 @@ func TestErrors_PanicKeepsItsValue(t *testing.T) {
 }
 
 func TestWithPriority_ZeroIsMedium(t *testing.T) {
-	o, err := spawnOptions(WithPriority(context.Background(), 0))
+	o, err := spawnOptions(WithPriority(context.Background(), 0), nil)
 	require.NoError(t, err)
 	assert.False(t, o.Fixed, "medium lets elapsed time pick the level, not the bottom one")
 	for _, c := range []struct {
@@ -198,13 +198,13 @@ func TestWithPriority_ZeroIsMedium(t *testing.T) {
 		fixed bool
 		level int
 	}{{resource.PriorityLow, true, 2}, {resource.PriorityMedium, false, 0}, {resource.PriorityHigh, true, 0}} {
-		o, err := spawnOptions(WithPriority(context.Background(), c.p))
+		o, err := spawnOptions(WithPriority(context.Background(), c.p), nil)
 		require.NoError(t, err)
 		assert.Equal(t, c.fixed, o.Fixed, "%v", c.p)
 		assert.Equal(t, c.level, o.Level, "%v", c.p)
 	}
 	for _, p := range []resource.Priority{-1, 2, 7, 9, 15, 17, 100} {
-		_, err := spawnOptions(WithPriority(context.Background(), p))
+		_, err := spawnOptions(WithPriority(context.Background(), p), nil)
 		assert.ErrorIs(t, err, errInvalidPriority, "%d", p)
 	}
 

@@ -22,7 +22,7 @@ func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if len(key) == 0 {
 		return nil, db.closedOr(ErrEmptyKey)
 	}
-	o, err := spawnOptions(ctx)
+	o, err := spawnOptions(ctx, db.groupsIfControlled())
 	if err != nil {
 		return nil, db.closedOr(getError(key, err))
 	}

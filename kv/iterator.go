@@ -57,7 +57,7 @@ func (db *DB) startScan(ctx context.Context, spec scan.Spec) (scan.Source, error
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	o, err := spawnOptions(ctx)
+	o, err := spawnOptions(ctx, db.groupsIfControlled())
 	if err != nil {
 		return nil, err
 	}

@@ -277,8 +277,8 @@ func TestErrors(t *testing.T) {
 func TestOpen_Errors(t *testing.T) {
 	_, err := Open("", &Options{InMemory: true, Scheduler: "lottery"})
 	assert.ErrorContains(t, err, `unknown scheduler "lottery"`)
-	_, err = Open("", &Options{InMemory: true, ResourceControl: true})
-	assert.ErrorContains(t, err, "resource control")
+	_, err = Open("", &Options{InMemory: true, ResourceControl: true, Scheduler: SchedulerFIFO})
+	assert.ErrorContains(t, err, "resource control schedules with the \"priority\" scheduler")
 	_, err = Open("", &Options{InMemory: true, Workers: -1, MaxTasks: -1, TimeSlice: -1, CacheSize: -1})
 	require.Error(t, err)
 	for _, f := range []string{"Workers", "MaxTasks", "TimeSlice", "CacheSize"} {
@@ -356,7 +356,7 @@ func TestPriority_PinsMLFQLevel(t *testing.T) {
 		require.NoError(t, it.Close())
 		assert.Greater(t, db.Stats().Pool.Queue.Levels[c.level].Steps, before, "priority %v runs on level %d", c.p, c.level)
 	}
-	o, err := spawnOptions(WithTaskID(context.Background(), 42))
+	o, err := spawnOptions(WithTaskID(context.Background(), 42), nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 42, o.TaskID)
 	assert.False(t, o.Fixed)

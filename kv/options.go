@@ -42,8 +42,10 @@ type Options struct {
 	MaxTasks int
 	// TimeSlice is how long a read runs before it yields; 0 = 1 ms.
 	TimeSlice time.Duration
-	// ResourceControl schedules reads by resource group (not yet
-	// available: Open reports an error when it is set).
+	// ResourceControl schedules reads by resource group
+	// (DB.ResourceGroups, WithResourceGroup) with the priority scheduler,
+	// instead of by MLFQ level: groups get weighted shares of the pool,
+	// limits and a class each.
 	ResourceControl bool
 	// Scheduler is "" (mlfq, or priority with ResourceControl), mlfq,
 	// fifo or direct.
@@ -78,6 +80,9 @@ func (o *Options) ensureDefaults() {
 			o.Scheduler = SchedulerPriority
 		}
 	}
+	if o.Scheduler == SchedulerPriority {
+		o.ResourceControl = true // the priority scheduler is resource control
+	}
 	if o.Logger == nil {
 		o.Logger = defaultLogger()
 	}
@@ -95,14 +100,12 @@ func (o *Options) validate() error {
 		errs = append(errs, fmt.Errorf("kv: %w", err))
 	}
 	switch o.Scheduler {
-	case "", SchedulerMLFQ, SchedulerFIFO, SchedulerDirect:
-	case SchedulerPriority:
-		errs = append(errs, fmt.Errorf("kv: scheduler %q needs resource control, which this version does not have yet", o.Scheduler))
+	case "", SchedulerMLFQ, SchedulerFIFO, SchedulerDirect, SchedulerPriority:
 	default:
-		errs = append(errs, fmt.Errorf("kv: unknown scheduler %q (want %s, %s or %s)", o.Scheduler, SchedulerMLFQ, SchedulerFIFO, SchedulerDirect))
+		errs = append(errs, fmt.Errorf("kv: unknown scheduler %q (want %s, %s, %s or %s)", o.Scheduler, SchedulerMLFQ, SchedulerFIFO, SchedulerPriority, SchedulerDirect))
 	}
-	if o.ResourceControl && o.Scheduler != SchedulerPriority {
-		errs = append(errs, errors.New("kv: resource control (Options.ResourceControl) is not available in this version"))
+	if o.ResourceControl && o.Scheduler != "" && o.Scheduler != SchedulerPriority {
+		errs = append(errs, fmt.Errorf("kv: resource control schedules with the %q scheduler, not %q", SchedulerPriority, o.Scheduler))
 	}
 	return errors.Join(errs...)
 }

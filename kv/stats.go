@@ -2,6 +2,7 @@ package kv
 
 import (
 	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/resource"
 )
 
 // Stats is a JSON-encodable snapshot of a store.
@@ -9,8 +10,10 @@ type Stats struct {
 	Scheduler Scheduler       `json:"scheduler"`
 	Closed    bool            `json:"closed"`
 	Pool      *readpool.Stats `json:"pool,omitempty"` // nil with SchedulerDirect
-	RowCache  RowCacheStats   `json:"row_cache"`
-	Storage   StorageStats    `json:"storage"`
+	// Groups are the resource groups' figures, under resource control.
+	Groups   []resource.GroupStats `json:"groups,omitempty"`
+	RowCache RowCacheStats         `json:"row_cache"`
+	Storage  StorageStats          `json:"storage"`
 }
 
 // RowCacheStats describes the value cache in front of Get.
@@ -47,6 +50,9 @@ func (db *DB) Stats() Stats {
 	if db.pool != nil {
 		ps := db.pool.Stats()
 		s.Pool = &ps
+	}
+	if db.sched != nil {
+		s.Groups = db.groups.Stats()
 	}
 	if c := db.cache; c != nil {
 		s.RowCache = RowCacheStats{Enabled: true, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load()}
