@@ -204,7 +204,7 @@ func TestManager_DeletedGroupIsScheduledAsDefault(t *testing.T) {
 	n, _ = s.Held()
 	assert.Zero(t, n, "not held: the default group is unlimited")
 	require.Same(t, e, s.Pop(0))
-	assert.EqualValues(t, 1, e.Class, "medium, the default group's class")
+	assert.EqualValues(t, 1, e.Class>>classShift, "medium, the default group's class")
 	s.Done(e, 0, 0)
 }
 

@@ -31,8 +31,12 @@ import (
 // bucket is empty, holding no worker; they still count against their own
 // group's room.
 //
-// Preemption. A step yields at its next unit while a task of a higher class
-// is queued.
+// Preemption. A step's class is its key when it was popped; the hint is the
+// smallest queued key plus FarBehind. So a step yields at its next unit
+// while a task of a higher class is queued, or one whose key is more than
+// FarBehind of virtual time below its own: a task of a group far behind in
+// virtual time, or a fresh request of its own group beside a step that has
+// sunk to the last level (100 ms of penalty).
 //
 // Admission. Each class has MaxTasks of room (TiKV gates per priority,
 // tikv #16049) for its queued and running tasks. When a class is full, a
@@ -75,6 +79,10 @@ const (
 	qsHeld                   // in the held set (else, when queued, ready)
 	qsClassShift = 8         // the class it was counted in, above the flags
 )
+
+// FarBehind is how far below a running step's key, in virtual time, a
+// queued task's key must be for the step to yield to it (within a class).
+const FarBehind = 50 * time.Millisecond
 
 // levelPenalty is added to a task's key by its own level: tasks that have
 // run longer yield to fresh ones of their group (TiKV: 0, 20, 100 ms).
@@ -127,8 +135,17 @@ func (s *Scheduler) MayInline(e *readpool.Entry) bool {
 	if limited(&cfg) && g.tokens.Load() <= 0 {
 		return false
 	}
-	e.Class = int64(classFor(e, &cfg))
+	e.Class = int64(s.keyOf(e, g, classFor(e, &cfg)))
 	return true
+}
+
+// keyOf is e's place in the order: its class in the top bits, then its
+// group's virtual time now plus its level's penalty.
+func (s *Scheduler) keyOf(e *readpool.Entry, g *Group, c int) uint64 {
+	lv := levelOf(e.Elapsed)
+	e.Level = lv
+	vt := g.vtime.Load() + uint64(levelPenalty[lv])
+	return uint64(c)<<classShift | min(vt, maxVTime)
 }
 
 // Admit implements readpool.Admitter.
@@ -280,10 +297,7 @@ func (s *Scheduler) Push(e *readpool.Entry, now time.Duration) {
 			return
 		}
 	}
-	lv := levelOf(e.Elapsed)
-	e.Level = lv
-	vt := g.vtime.Load() + uint64(levelPenalty[lv])
-	e.Key = uint64(c)<<classShift | min(vt, maxVTime)
+	e.Key = s.keyOf(e, g, c)
 	s.ready.Push(e)
 	g.queued.Add(1)
 	s.publish()
@@ -297,7 +311,7 @@ func (s *Scheduler) Ran(e *readpool.Entry, _ time.Duration) {
 	s.count(e, g, c)
 	e.QueueState |= qsRunning
 	g.running.Add(1)
-	e.Class = int64(c)
+	e.Class = int64(s.keyOf(e, g, c))
 }
 
 // Pop implements readpool.Queue: held tasks whose time has come are looked
@@ -327,7 +341,7 @@ func (s *Scheduler) Pop(now time.Duration) *readpool.Entry {
 	g.queued.Add(-1)
 	g.running.Add(1)
 	e.QueueState |= qsRunning
-	e.Class = int64(e.Key >> classShift)
+	e.Class = int64(e.Key)
 	s.publish()
 	return e
 }
@@ -363,10 +377,11 @@ func (s *Scheduler) Done(e *readpool.Entry, elapsed, _ time.Duration) {
 	}
 }
 
-// publish tells running steps the most urgent class waiting.
+// publish tells running steps the most urgent key waiting, plus
+// FarBehind: steps whose key is above it yield.
 func (s *Scheduler) publish() {
 	if e := s.ready.Min(); e != nil {
-		s.pre.Set(int64(e.Key >> classShift))
+		s.pre.Set(int64(e.Key + uint64(FarBehind))) // keys < 2^62: no overflow
 	} else {
 		s.pre.Set(readpool.NoPreemption)
 	}

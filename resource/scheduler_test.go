@@ -82,7 +82,7 @@ func TestScheduler_ClassesBeforeVirtualTime(t *testing.T) {
 	var classes []int64
 	for _, e := range popAll(s, 0) {
 		got = append(got, names[e])
-		classes = append(classes, e.Class)
+		classes = append(classes, e.Class>>classShift)
 	}
 	assert.Equal(t, []string{
 		"lo-as-high", "hi1", "hi2", "hi0", // lo's virtual time is 0, hi's an hour (+100 ms for hi0's level)
@@ -164,36 +164,68 @@ func TestScheduler_PreemptionHint(t *testing.T) {
 	pre := s.Preemption()
 	require.NotNil(t, pre)
 	assert.Equal(t, readpool.NoPreemption, pre.Load(), "nothing queued")
+	yields := func(running *readpool.Entry) bool { return running.Class > pre.Load() }
 
 	running := entry(m.Resolve("lo"))
 	s.Push(running, 0)
-	assert.EqualValues(t, 2, pre.Load(), "a low task waits")
 	require.Same(t, running, s.Pop(0))
-	assert.EqualValues(t, 2, running.Class)
+	assert.EqualValues(t, 2, running.Class>>classShift)
 	assert.Equal(t, readpool.NoPreemption, pre.Load(), "nothing ready: no step need yield")
 
+	peer := entry(m.Resolve("lo"))
+	s.Push(peer, 0)
+	assert.False(t, yields(running), "a task of its own class and virtual time: no yield")
 	mid := entry(m.Resolve(DefaultGroup))
 	s.Push(mid, 0)
-	assert.Less(t, pre.Load(), running.Class, "a medium task waits: the low step yields")
+	assert.True(t, yields(running), "a medium task waits: the low step yields")
 	hi := entry(m.Resolve("hi"))
 	s.Push(hi, 0)
-	assert.EqualValues(t, 0, pre.Load())
-	assert.Less(t, pre.Load(), running.Class)
+	assert.True(t, yields(running))
 
 	// A removed task no longer asks anyone to yield.
 	require.True(t, s.Remove(hi))
-	assert.EqualValues(t, 1, pre.Load())
-	require.Same(t, mid, s.Pop(0))
+	require.True(t, s.Remove(mid))
+	assert.False(t, yields(running))
+	require.True(t, s.Remove(peer))
 	assert.Equal(t, readpool.NoPreemption, pre.Load())
 
 	// A request-level override publishes its own class.
 	over := entry(m.Resolve("lo"))
 	over.Priority = uint64(PriorityHigh)
 	s.Push(over, 0)
-	assert.EqualValues(t, 0, pre.Load())
+	assert.True(t, yields(running))
 	require.Same(t, over, s.Pop(0))
-	assert.EqualValues(t, 0, over.Class)
+	assert.EqualValues(t, 0, over.Class>>classShift)
 	assert.Equal(t, readpool.NoPreemption, pre.Load())
+}
+
+// Within a class, a step yields to a task whose group is far behind in
+// virtual time, and to a fresh request of its own group when it has sunk
+// to the last level; not to a peer at about its own virtual time.
+func TestScheduler_PreemptionFarBehind(t *testing.T) {
+	m, s := newScheduler(t,
+		GroupConfig{Name: "a", RUPerSec: 1000, Burstable: true},
+		GroupConfig{Name: "b", RUPerSec: 1000, Burstable: true})
+	a, b := m.Resolve("a"), m.Resolve("b")
+	pre := s.Preemption()
+
+	scan := entry(a)
+	s.Push(scan, 0)
+	require.Same(t, scan, s.Pop(0))
+	charge(s, scan, 300*time.Millisecond, 0) // a: 100 RU, 100 ms of virtual time
+	scan.Elapsed = 300 * time.Millisecond    // level 2 from now on
+	s.Push(scan, 0)
+	require.Same(t, scan, s.Pop(0))
+	assert.Equal(t, int64(1)<<classShift+int64(a.vtime.Load())+int64(100*time.Millisecond), scan.Class, "medium, a's virtual time plus the level-2 penalty")
+
+	fresh := entry(a)
+	s.Push(fresh, 0)
+	assert.Greater(t, scan.Class, pre.Load(), "a fresh request of its own group: the sunk step yields")
+	require.True(t, s.Remove(fresh))
+
+	s.Push(entry(b), 0) // b is back from idleness: lifted to a's virtual time
+	assert.Equal(t, a.vtime.Load(), b.vtime.Load())
+	assert.Greater(t, scan.Class, pre.Load(), "b at a's time, without the penalty: far enough behind")
 }
 
 func TestScheduler_RemoveReadyAndHeld(t *testing.T) {
@@ -325,10 +357,10 @@ func TestScheduler_MayInlineAndRan(t *testing.T) {
 
 	e := entry(lo)
 	require.True(t, s.MayInline(e))
-	assert.EqualValues(t, 2, e.Class)
+	assert.EqualValues(t, 2, e.Class>>classShift)
 	e.Priority = uint64(PriorityHigh)
 	require.True(t, s.MayInline(e))
-	assert.EqualValues(t, 0, e.Class, "the request's override")
+	assert.EqualValues(t, 0, e.Class>>classShift, "the request's override")
 
 	// An inline first step that goes on is counted as running, then done.
 	e.Elapsed = time.Millisecond
