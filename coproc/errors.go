@@ -55,3 +55,25 @@ func (e codecError) Error() string { return string(e) }
 // Is reports ErrMalformed as a match: every codec sentinel is a kind of
 // malformed message.
 func (e codecError) Is(target error) bool { return target == ErrMalformed }
+
+// Request errors: a request that cannot run, or whose answer would pass
+// its bounds.
+var (
+	// ErrInvalidRequest is returned (wrapped, naming the field) for a
+	// request that cannot run: an unknown op, a wrong number of args, an
+	// unknown aggregate, OrderBy without Limit, and the like.
+	ErrInvalidRequest = errors.New("coproc: invalid request")
+	// ErrInvalidRange is returned for a range whose start is after its end.
+	ErrInvalidRange = errors.New("coproc: invalid range")
+	// ErrBadRow fails a request that meets, in its ranges, a stored value
+	// that is not a row (a msgpack map); the error names the key.
+	ErrBadRow = errors.New("coproc: not a row")
+	// ErrTooManyGroups fails an aggregation with more than MaxGroups
+	// groups.
+	ErrTooManyGroups = errors.New("coproc: too many groups")
+	// ErrResponseTooLarge fails a request whose answer would pass
+	// MaxResponseRows or MaxResponseBytes.
+	ErrResponseTooLarge = errors.New("coproc: response too large")
+	// ErrOverflow fails a sum of integers that overflows int64.
+	ErrOverflow = errors.New("coproc: integer overflow")
+)

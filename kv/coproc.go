@@ -1,0 +1,95 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/coopkv/coopkv/coproc"
+	"github.com/coopkv/coopkv/scan"
+)
+
+// Coprocessor runs req — its filter, projection, aggregates, top-N and
+// paging pushed into the scan — as one read-pool task over one snapshot of
+// the store, and returns the answer. It is scheduled and charged like any
+// read (its group, its priority, its deadline also while queued); a
+// cancelled or closed store ends it at its next batch. A malformed request
+// is an error that names the field, never a panic.
+func (db *DB) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error) {
+	if req == nil {
+		return nil, fmt.Errorf("kv: coprocessor: %w: nil request", coproc.ErrInvalidRequest)
+	}
+	o, err := spawnOptions(ctx, db.groupsIfControlled())
+	if err != nil {
+		return nil, db.closedOr(copError(err))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, db.closedOr(copError(err))
+	}
+	if err := db.enter(); err != nil {
+		return nil, copError(err)
+	}
+	// The read lock is held until the snapshot belongs to the task and the
+	// task to the pool (or, direct, until it has run): Close cannot close
+	// Pebble under it.
+	snap := db.pdb.NewSnapshot()
+	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(snap, spec) }
+	release := func() { _ = snap.Close() }
+	t, err := coproc.NewTask(ctx, req, open, release)
+	if err != nil {
+		release()
+		db.mu.RUnlock()
+		return nil, copError(err)
+	}
+	if db.pool == nil {
+		t.Run()
+		db.mu.RUnlock()
+		resp, err := t.Wait()
+		return resp, copError(err)
+	}
+	h, err := db.pool.Spawn(ctx, t, o)
+	if err != nil {
+		release() // the pool did not take the task: its Done will not run
+	}
+	db.mu.RUnlock()
+	if err != nil {
+		return nil, copError(err)
+	}
+	resp, err := t.Wait()
+	if err != nil {
+		return nil, copError(err)
+	}
+	ts := h.Stats()
+	resp.Stats.Steps, resp.Stats.Yields = ts.Steps, ts.Yields
+	resp.Stats.WaitTime, resp.Stats.ExecTime = ts.WaitTime, ts.ExecTime
+	return resp, nil
+}
+
+// CoprocessorRaw is Coprocessor with the request and the response as
+// msgpack (coproc.Decode, coproc.EncodeResponse).
+func (db *DB) CoprocessorRaw(ctx context.Context, req []byte) ([]byte, error) {
+	r, err := coproc.Decode(req)
+	if err != nil {
+		return nil, db.closedOr(copError(err))
+	}
+	resp, err := db.Coprocessor(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	b, err := coproc.EncodeResponse(resp)
+	if err != nil {
+		return nil, copError(err)
+	}
+	return b, nil
+}
+
+// copError is the error of a coprocessor request.
+func copError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, coproc.ErrInvalidRange) {
+		err = fmt.Errorf("%w: %w", ErrInvalidRange, err)
+	}
+	return fmt.Errorf("kv: coprocessor: %w", storeErr(err))
+}

@@ -1,0 +1,62 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/coproc"
+)
+
+func TestCoprocessor_AggregateTopNPagingErrors(t *testing.T) {
+	db := openTest(t, "", &Options{InMemory: true})
+	for i := range 1000 {
+		row, err := coproc.EncodeRow(map[string]any{"region": fmt.Sprintf("r%d", i%7), "amount": i, "f": float64(i) / 2})
+		require.NoError(t, err)
+		require.NoError(t, db.Set(keyN(i), row))
+	}
+	ctx := context.Background()
+	resp, err := db.Coprocessor(ctx, &coproc.Request{
+		Ranges: []coproc.KeyRange{{}},
+		Filter: &coproc.Expr{Op: "ge", Args: []*coproc.Expr{{Op: "col", Col: "amount"}, {Op: "const", Value: 500}}},
+		Aggs:   []coproc.Agg{{Func: "count"}, {Func: "sum", Col: "amount"}, {Func: "avg", Col: "f"}},
+	})
+	require.NoError(t, err)
+	require.Len(t, resp.Rows, 1)
+	assert.EqualValues(t, 500, resp.Rows[0]["count(*)"])
+	assert.EqualValues(t, (500+999)*500/2, resp.Rows[0]["sum(amount)"])
+	t.Logf("%+v", resp.Stats)
+
+	resp, err = db.Coprocessor(ctx, &coproc.Request{Ranges: []coproc.KeyRange{{}}, GroupBy: []string{"region"}, Aggs: []coproc.Agg{{Func: "count", As: "n"}}, OrderBy: []coproc.Order{{Col: "n", Desc: true}}, Limit: 3})
+	require.NoError(t, err)
+	require.Len(t, resp.Rows, 3)
+	t.Logf("%v", resp.Rows)
+
+	// Paging concatenation.
+	req := &coproc.Request{Ranges: []coproc.KeyRange{{Start: keyN(10), End: keyN(100)}, {Start: keyN(200), End: keyN(250)}}, Columns: []string{"_key", "amount"}, PagingSize: 7, Desc: true}
+	var got []any
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 100)
+		resp, err := db.Coprocessor(ctx, req)
+		require.NoError(t, err)
+		for _, r := range resp.Rows {
+			got = append(got, r["amount"])
+		}
+		if resp.ResumeKey == nil {
+			break
+		}
+		req = req.ResumeFrom(resp.ResumeKey)
+	}
+	require.Len(t, got, 140)
+	assert.EqualValues(t, 249, got[0])
+	assert.EqualValues(t, 10, got[139])
+
+	_, err = db.Coprocessor(ctx, &coproc.Request{Ranges: []coproc.KeyRange{{Start: []byte("b"), End: []byte("a")}}})
+	assert.ErrorIs(t, err, ErrInvalidRange)
+	_, err = db.Coprocessor(ctx, &coproc.Request{Ranges: []coproc.KeyRange{{}}, OrderBy: []coproc.Order{{Col: "x"}}})
+	assert.ErrorIs(t, err, coproc.ErrInvalidRequest)
+	t.Log(err)
+}
