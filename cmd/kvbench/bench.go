@@ -16,6 +16,9 @@ import (
 const (
 	streamWarmup  = 1
 	streamMeasure = 2
+	// A groups workload's phase with one group alone, before the others.
+	streamAloneWarmup  = 3
+	streamAloneMeasure = 4
 )
 
 // runBench is a whole kvbench run: make and load the store, run each
@@ -44,9 +47,26 @@ func runBench(ctx context.Context, cfg *config, out io.Writer) (err error) {
 	}
 	keys := newKeySpace(cfg.keys)
 	byRun := make(map[[2]string][]result) // by (workload, scheduler)
-	for _, sched := range cfg.schedulers {
-		if err := runScheduler(ctx, dir, cfg, sched, keys, prog, byRun); err != nil {
-			return err
+	var plain []*workload
+	for _, name := range cfg.workloads {
+		if w, _ := lookupWorkload(name); w.groups == nil { // validated
+			plain = append(plain, w)
+		}
+	}
+	if len(plain) > 0 {
+		for _, sched := range cfg.schedulers {
+			if err := runScheduler(ctx, dir, cfg, sched, plain, keys, prog, byRun); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range cfg.workloads {
+		if w, _ := lookupWorkload(name); w.groups != nil {
+			rs, err := runGroups(ctx, dir, cfg, w, keys, prog)
+			if err != nil {
+				return err
+			}
+			byRun[[2]string{name, groupsScheduler}] = rs
 		}
 	}
 
@@ -58,12 +78,19 @@ func runBench(ctx context.Context, cfg *config, out io.Writer) (err error) {
 		DurationS: cfg.duration.Seconds(),
 		Results:   []result{},
 	}
-	for _, w := range cfg.workloads {
+	for _, name := range cfg.workloads {
+		if w, _ := lookupWorkload(name); w.groups != nil {
+			rep.Results = append(rep.Results, byRun[[2]string{name, groupsScheduler}]...)
+			continue
+		}
 		for _, s := range cfg.schedulers {
-			rep.Results = append(rep.Results, byRun[[2]string{w, s}]...)
+			rep.Results = append(rep.Results, byRun[[2]string{name, s}]...)
 		}
 	}
 	if err := writeTable(out, rep); err != nil {
+		return err
+	}
+	if err := writeGroupSummaries(out, rep); err != nil {
 		return err
 	}
 	if cfg.jsonPath != "" {
@@ -79,9 +106,9 @@ func runBench(ctx context.Context, cfg *config, out io.Writer) (err error) {
 	return nil
 }
 
-// runScheduler opens the store with scheduler sched and runs every
-// workload on it: a warm-up, then the measured phase.
-func runScheduler(ctx context.Context, dir string, cfg *config, sched string,
+// runScheduler opens the store with scheduler sched and runs each of
+// workloads on it: a warm-up, then the measured phase.
+func runScheduler(ctx context.Context, dir string, cfg *config, sched string, workloads []*workload,
 	keys *keySpace, prog *progress, byRun map[[2]string][]result) (err error) {
 	db, err := kv.Open(dir, storeOptions(cfg, sched))
 	if err != nil {
@@ -92,26 +119,27 @@ func runScheduler(ctx context.Context, dir string, cfg *config, sched string,
 			err = fmt.Errorf("%s: %w", sched, cerr)
 		}
 	}()
-	for _, name := range cfg.workloads {
-		w, _ := lookupWorkload(name) // validated
+	for _, w := range workloads {
+		name := w.name
 		stream := func(phase uint64) uint64 { return newRand(cfg.seed, nameStream(name), phase).Uint64() }
 		if cfg.warmup > 0 {
 			stop := prog.timed(sched+" "+name+" warm-up", cfg.warmup)
-			runPhase(ctx, &env{db: db, cfg: cfg, keys: keys, seed: stream(streamWarmup)}, w, cfg.warmup)
+			runPhase(ctx, db, w.clients(&env{db: db, cfg: cfg, keys: keys, seed: stream(streamWarmup)}), cfg.warmup)
 			stop()
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		stop := prog.timed(sched+" "+name, cfg.duration)
-		rec, elapsed := runPhase(ctx, &env{db: db, cfg: cfg, keys: keys, seed: stream(streamMeasure)}, w, cfg.duration)
+		ph := runPhase(ctx, db, w.clients(&env{db: db, cfg: cfg, keys: keys, seed: stream(streamMeasure)}), cfg.duration)
 		stop()
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		rec := ph.merged()
 		for _, c := range w.classes {
 			byRun[[2]string{name, sched}] = append(byRun[[2]string{name, sched}],
-				newResult(name, sched, c, "", rec.summarize(c, elapsed)))
+				newResult(name, sched, c, "", rec.summarize(c, ph.elapsed)))
 		}
 	}
 	return nil

@@ -36,27 +36,36 @@ func runTiny(t *testing.T, args ...string) (*report, string) {
 // TestRun_EveryWorkloadOnEveryScheduler runs each workload briefly on
 // each scheduler, in one run (one load): every class a workload reports
 // does some work, without errors, and the results come in workload,
-// scheduler, class order.
+// scheduler, class order. The groups workloads run once, on priority, with
+// a result per group.
 func TestRun_EveryWorkloadOnEveryScheduler(t *testing.T) {
-	rep, out := runTiny(t, "--workload", strings.Join(workloadNames(), ","), "-q")
-	var want, got [][3]string
+	rep, out := runTiny(t, "--workload", strings.Join(workloadNames(), ","),
+		"--schedulers", strings.Join(knownSchedulers, ","), "--group-scanners", "2", "-q")
+	var want, got [][4]string
 	for _, r := range rep.Results {
-		got = append(got, [3]string{r.Workload, r.Scheduler, r.Class})
+		got = append(got, [4]string{r.Workload, r.Scheduler, r.Class, r.Group})
 	}
 	for _, w := range workloadList {
 		t.Run(w.name, func(t *testing.T) {
-			for _, s := range knownSchedulers {
-				for _, c := range w.classes {
-					id := [3]string{w.name, s, c.String()}
-					want = append(want, id)
-					i := slices.Index(got, id)
-					if !assert.GreaterOrEqual(t, i, 0, "no result for %v", id) {
-						continue
+			var ids [][4]string
+			if w.groups != nil {
+				ids = groupResultIDs(w)
+			} else {
+				for _, s := range knownSchedulers {
+					for _, c := range w.classes {
+						ids = append(ids, [4]string{w.name, s, c.String(), ""})
 					}
-					r := rep.Results[i]
-					assert.Positive(t, r.Ops, "%v did nothing", id)
-					assert.Zero(t, r.Errors, "%v\n%s", id, out)
 				}
+			}
+			for _, id := range ids {
+				want = append(want, id)
+				i := slices.Index(got, id)
+				if !assert.GreaterOrEqual(t, i, 0, "no result for %v", id) {
+					continue
+				}
+				r := rep.Results[i]
+				assert.Positive(t, r.Ops, "%v did nothing", id)
+				assert.Zero(t, r.Errors, "%v\n%s", id, out)
 			}
 		})
 	}
@@ -171,7 +180,7 @@ func TestRun_Dirs(t *testing.T) {
 func TestRun_UsageErrorRunsNothing(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	out, err := execute(t, "--workload", "groups")
+	out, err := execute(t, "--workload", "cop")
 	require.Error(t, err)
 	assert.Equal(t, 2, exitStatus(err))
 	assert.Empty(t, out, "no usage dump, nothing run (main prints the one-line error)")

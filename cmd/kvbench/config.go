@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -15,29 +16,36 @@ import (
 // command binds its flags to a config of its own, so there are no global
 // flag variables and tests can build as many commands as they like.
 type config struct {
-	dir         string        // store directory, kept; "" = a temporary one, removed afterwards
-	keys        int64         // keys loaded before the timed phases
-	valueSize   int           // bytes per value
-	duration    time.Duration // timed phase, per scheduler and workload
-	warmup      time.Duration // untimed phase before each timed one
-	workers     int           // read-pool workers; 0 = GOMAXPROCS
-	clients     int           // goroutines issuing the foreground operations
-	scanners    int           // noisy: goroutines looping on long scans
-	scanLen     int           // scan: keys per scan
-	longScanLen int           // noisy: keys per long scan, capped at keys
-	think       time.Duration // noisy: think time between one client's Gets
-	workloads   []string      // known workload names, in the order given
-	schedulers  []string      // known scheduler names, in the order given
-	seed        uint64        // seeds every random choice
-	jsonPath    string        // "" = no JSON report
-	plotPath    string        // "" = no plot; .png or .svg
-	admin       string        // reserved for the kvctl issue
-	quiet       bool          // no progress output
+	dir           string        // store directory, kept; "" = a temporary one, removed afterwards
+	keys          int64         // keys loaded before the timed phases
+	valueSize     int           // bytes per value
+	duration      time.Duration // timed phase, per scheduler and workload
+	warmup        time.Duration // untimed phase before each timed one
+	workers       int           // read-pool workers; 0 = GOMAXPROCS
+	clients       int           // goroutines issuing the foreground operations
+	scanners      int           // noisy: goroutines looping on long scans
+	scanLen       int           // scan, groups: keys per scan
+	longScanLen   int           // noisy: keys per long scan, capped at keys
+	think         time.Duration // noisy: think time between one client's Gets
+	oltpRate      float64       // groups: oltp's point Gets per second, over all clients
+	groupScanners int           // groups, groups-steps: scan goroutines per scanning group
+	workloads     []string      // known workload names, in the order given
+	schedulers    []string      // known scheduler names, in the order given
+	seed          uint64        // seeds every random choice
+	jsonPath      string        // "" = no JSON report
+	plotPath      string        // "" = no plot; .png or .svg
+	admin         string        // reserved for the kvctl issue
+	quiet         bool          // no progress output
 }
 
-// knownSchedulers are the read schedulers kvbench can compare, in the
-// order a default run measures them.
-var knownSchedulers = []string{"mlfq", "fifo", "direct"}
+// knownSchedulers are the read schedulers kvbench can compare; a default
+// run measures the first three, in this order. priority is resource
+// control with every read in the default group; the groups workloads
+// always run on it, and only on it.
+var knownSchedulers = []string{"mlfq", "fifo", "direct", groupsScheduler}
+
+// defaultSchedulers are the schedulers a run measures unless told.
+var defaultSchedulers = []string{"mlfq", "fifo", "direct"}
 
 // addFlags registers the run's flags on fs, bound to c's fields, with the
 // defaults of a plain `kvbench` run.
@@ -48,13 +56,17 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.duration, "duration", 5*time.Second, "measured time per scheduler and workload")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up before each measured phase")
 	fs.IntVar(&c.workers, "workers", 0, "read-pool workers (0 = GOMAXPROCS)")
-	fs.IntVar(&c.clients, "clients", 4, "client goroutines (noisy: the Get clients)")
+	fs.IntVar(&c.clients, "clients", 4, "client goroutines (noisy: the Get clients; groups: the oltp group's)")
 	fs.IntVar(&c.scanners, "scanners", 8, "noisy: goroutines looping on long scans")
-	fs.IntVar(&c.scanLen, "scan-len", 1_000, "scan: keys per range scan")
+	fs.IntVar(&c.scanLen, "scan-len", 1_000, "scan, groups: keys per range scan")
 	fs.IntVar(&c.longScanLen, "long-scan-len", 100_000, "noisy: keys per long scan (at most --keys)")
 	fs.DurationVar(&c.think, "think", 200*time.Microsecond, "noisy: think time between one client's Gets, each timed from the end of its think time")
+	fs.Float64Var(&c.oltpRate, "oltp-rate", 2_000, "groups: the oltp group's point Gets per second, over --clients goroutines on a fixed schedule")
+	fs.IntVar(&c.groupScanners, "group-scanners", 16, "groups, groups-steps: goroutines looping on scans in each scanning group; too few, and a group whose queue runs dry loses its share")
 	fs.StringSliceVar(&c.workloads, "workload", []string{"noisy"}, "workloads, comma-separated: "+strings.Join(workloadNames(), ", "))
-	fs.StringSliceVar(&c.schedulers, "schedulers", slices.Clone(knownSchedulers), "schedulers to compare, comma-separated: "+strings.Join(knownSchedulers, ", "))
+	fs.StringSliceVar(&c.schedulers, "schedulers", slices.Clone(defaultSchedulers),
+		"schedulers to compare, comma-separated: "+strings.Join(knownSchedulers, ", ")+
+			" (groups and groups-steps run once, on priority, whatever this says)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for keys, values and every random choice")
 	fs.StringVar(&c.jsonPath, "json", "", "write the results as JSON to `FILE`")
 	fs.StringVar(&c.plotPath, "plot", "", "plot latency percentiles to `FILE` (.png or .svg)")
@@ -98,6 +110,12 @@ func (c *config) validate() error {
 	}
 	if c.think < 0 {
 		bad("--think must not be negative, not %v", c.think)
+	}
+	if !(c.oltpRate > 0) || math.IsInf(c.oltpRate, 0) {
+		bad("--oltp-rate must be a positive number of Gets per second, not %v", c.oltpRate)
+	}
+	if c.groupScanners < 1 {
+		bad("--group-scanners must be at least 1, not %d", c.groupScanners)
 	}
 	if len(c.workloads) == 0 {
 		bad("--workload names no workload (known: %s)", strings.Join(workloadNames(), ", "))

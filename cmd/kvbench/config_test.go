@@ -30,18 +30,20 @@ func TestConfig_Defaults(t *testing.T) {
 	cfg, err := parse(t)
 	require.NoError(t, err)
 	assert.Equal(t, &config{
-		keys:        200_000,
-		valueSize:   100,
-		duration:    5 * time.Second,
-		warmup:      time.Second,
-		clients:     4,
-		scanners:    8,
-		scanLen:     1_000,
-		longScanLen: 100_000,
-		think:       200 * time.Microsecond,
-		workloads:   []string{"noisy"},
-		schedulers:  []string{"mlfq", "fifo", "direct"},
-		seed:        1,
+		keys:          200_000,
+		valueSize:     100,
+		duration:      5 * time.Second,
+		warmup:        time.Second,
+		clients:       4,
+		scanners:      8,
+		scanLen:       1_000,
+		longScanLen:   100_000,
+		think:         200 * time.Microsecond,
+		oltpRate:      2_000,
+		groupScanners: 16,
+		workloads:     []string{"noisy"},
+		schedulers:    []string{"mlfq", "fifo", "direct"},
+		seed:          1,
 	}, cfg)
 }
 
@@ -50,27 +52,30 @@ func TestConfig_Flags(t *testing.T) {
 		"--dir", "/tmp/store", "--keys", "2000", "--value-size", "32",
 		"--duration", "200ms", "--warmup", "0s", "--workers", "3",
 		"--clients", "2", "--scanners", "5", "--scan-len", "10", "--long-scan-len", "300",
-		"--think", "1ms", "--workload", "get, scan,ycsb-e", "--schedulers", "fifo,mlfq",
+		"--think", "1ms", "--oltp-rate", "500", "--group-scanners", "3",
+		"--workload", "get, scan,ycsb-e,groups", "--schedulers", "fifo,mlfq,priority",
 		"--seed", "42", "--json", "out.json", "--plot", "out.SVG", "-q")
 	require.NoError(t, err)
 	assert.Equal(t, &config{
-		dir:         "/tmp/store",
-		keys:        2000,
-		valueSize:   32,
-		duration:    200 * time.Millisecond,
-		warmup:      0,
-		workers:     3,
-		clients:     2,
-		scanners:    5,
-		scanLen:     10,
-		longScanLen: 300,
-		think:       time.Millisecond,
-		workloads:   []string{"get", "scan", "ycsb-e"},
-		schedulers:  []string{"fifo", "mlfq"},
-		seed:        42,
-		jsonPath:    "out.json",
-		plotPath:    "out.SVG",
-		quiet:       true,
+		dir:           "/tmp/store",
+		keys:          2000,
+		valueSize:     32,
+		duration:      200 * time.Millisecond,
+		warmup:        0,
+		workers:       3,
+		clients:       2,
+		scanners:      5,
+		scanLen:       10,
+		longScanLen:   300,
+		think:         time.Millisecond,
+		oltpRate:      500,
+		groupScanners: 3,
+		workloads:     []string{"get", "scan", "ycsb-e", "groups"},
+		schedulers:    []string{"fifo", "mlfq", "priority"},
+		seed:          42,
+		jsonPath:      "out.json",
+		plotPath:      "out.SVG",
+		quiet:         true,
 	}, cfg)
 	assert.Equal(t, 3, cfg.resolvedWorkers())
 }
@@ -91,12 +96,12 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"bad number", []string{"--keys", "many"}, []string{"--keys"}},
 		{"bad duration", []string{"--duration", "5"}, []string{"--duration"}},
 		{"argument", []string{"noisy"}, []string{`unexpected argument "noisy"`}},
-		{"unknown workload", []string{"--workload", "get,groups"},
-			[]string{`unknown workload "groups"`, "known: get, scan, noisy, ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f"}},
+		{"unknown workload", []string{"--workload", "get,group"},
+			[]string{`unknown workload "group"`, "known: get, scan, noisy, ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f, groups, groups-steps"}},
 		{"cop not yet", []string{"--workload", "cop"}, []string{`unknown workload "cop"`}},
 		{"no workload", []string{"--workload", ""}, []string{"names no workload"}},
 		{"unknown scheduler", []string{"--schedulers", "mlfq,lifo"},
-			[]string{`unknown scheduler "lifo"`, "known: mlfq, fifo, direct"}},
+			[]string{`unknown scheduler "lifo"`, "known: mlfq, fifo, direct, priority"}},
 		{"repeated scheduler", []string{"--schedulers", "mlfq,mlfq"}, []string{"names a scheduler twice"}},
 		{"repeated workload", []string{"--workload", "get,get"}, []string{"names a workload twice"}},
 		{"plot format", []string{"--plot", "out.pdf"}, []string{"--plot out.pdf", ".png or .svg"}},
@@ -111,6 +116,12 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"zero long-scan-len", []string{"--long-scan-len", "0"}, []string{"--long-scan-len must be at least 1"}},
 		{"zero value-size", []string{"--value-size", "0"}, []string{"--value-size must be at least 1"}},
 		{"negative think", []string{"--think", "-1ms"}, []string{"--think must not be negative"}},
+		{"zero oltp-rate", []string{"--oltp-rate", "0"}, []string{"--oltp-rate must be a positive number of Gets per second, not 0"}},
+		{"negative oltp-rate", []string{"--oltp-rate", "-5"}, []string{"--oltp-rate must be a positive"}},
+		{"NaN oltp-rate", []string{"--oltp-rate", "NaN"}, []string{"--oltp-rate must be a positive"}},
+		{"infinite oltp-rate", []string{"--oltp-rate", "+Inf"}, []string{"--oltp-rate must be a positive"}},
+		{"bad oltp-rate", []string{"--oltp-rate", "fast"}, []string{"--oltp-rate"}},
+		{"zero group-scanners", []string{"--group-scanners", "0"}, []string{"--group-scanners must be at least 1, not 0"}},
 		{"every problem at once", []string{"--keys", "0", "--clients", "0", "--workload", "bogus"},
 			[]string{"--keys must be at least 1", "--clients must be at least 1", `unknown workload "bogus"`}},
 	} {
@@ -134,7 +145,8 @@ func TestRoot_Help(t *testing.T) {
 	out, err := execute(t, "--help")
 	require.NoError(t, err)
 	for _, flag := range []string{"--dir", "--keys", "--value-size", "--duration", "--warmup", "--workers",
-		"--clients", "--scanners", "--schedulers", "--seed", "--json", "--plot", "--admin", "-q", "--workload"} {
+		"--clients", "--scanners", "--schedulers", "--seed", "--json", "--plot", "--admin", "-q", "--workload",
+		"--oltp-rate", "--group-scanners", "groups-steps", "priority"} {
 		assert.Contains(t, out, flag)
 	}
 	assert.True(t, strings.HasPrefix(out, "kvbench loads"), out)

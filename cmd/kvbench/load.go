@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 
 	"github.com/coopkv/coopkv/kv"
 )
@@ -57,10 +59,13 @@ func load(ctx context.Context, dir string, cfg *config, prog *progress) (err err
 
 // storeOptions are the options of every store kvbench opens. Writes are
 // not synced: kvbench measures reads, and a lost store is regenerated.
+// Its log keeps errors only: the write stalls of the bulk load are
+// expected and would clutter the output.
 func storeOptions(cfg *config, scheduler string) *kv.Options {
 	return &kv.Options{
 		Scheduler: kv.Scheduler(scheduler),
 		Workers:   cfg.workers,
 		NoSync:    true,
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	}
 }

@@ -35,6 +35,10 @@ type result struct {
 	P999us    float64 `json:"p999_us"`
 	MaxUs     float64 `json:"max_us"`
 	Errors    int64   `json:"errors"`
+	// RUPerSec is, for a resource group's main class, the request units
+	// the group consumed per second of the measured phase; absent for
+	// workloads without groups.
+	RUPerSec float64 `json:"ru_per_sec,omitempty"`
 
 	firstErr error // shown under the table; not part of the JSON
 }

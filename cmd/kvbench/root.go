@@ -43,10 +43,26 @@ throughput and latency percentiles per scheduler and operation class.
 
 With no arguments it runs "noisy": --scanners goroutines looping on long
 scans while --clients goroutines do point Gets at a steady rate, on mlfq,
-fifo and direct, to show what the read pool buys short reads.`,
+fifo and direct, to show what the read pool buys short reads.
+
+"groups" measures resource control: four resource groups share the pool —
+oltp (high priority, 500 RU/s, burstable) doing point Gets at --oltp-rate,
+batch-a (3,000 RU/s) and batch-b (1,000 RU/s), both burstable, and capped
+(200 RU/s, not burstable), each with --group-scanners goroutines looping on
+scans of --scan-len keys. oltp first runs alone (group "oltp-alone"), then
+beside the others. Under the table kvbench prints each group's RU/s and
+share of the total, batch-a : batch-b against 3 : 1, capped against its
+200 RU/s, and oltp's Get p99 alone and beside the others. "groups-steps" runs scans
+of 1,024 keys and of 100 keys in two groups of equal shares, which should
+get equal RU.
+
+The groups workloads always run once, with resource control, on the
+priority scheduler, whatever --schedulers says; --schedulers applies to
+the other workloads (on priority, every read is in the default group).`,
 		Example: `  kvbench
   kvbench --workload get,scan --schedulers mlfq,direct --duration 10s
-  kvbench --workload ycsb-a,ycsb-e --json results.json --plot latency.svg`,
+  kvbench --workload ycsb-a,ycsb-e --json results.json --plot latency.svg
+  kvbench --workload groups,groups-steps --json groups.json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("unexpected argument %q (kvbench takes only flags)", args[0])}

@@ -17,6 +17,10 @@ type workload struct {
 	classes []class // the classes it reports, in table order
 	// clients builds one phase's client loops.
 	clients func(e *env) []client
+	// groups, when set, makes it a resource-group workload (clients is
+	// then nil): it runs once, under resource control, whatever the
+	// schedulers (see runGroups).
+	groups *groupsSpec
 }
 
 // client runs operations until ctx is done, recording each in rec, which
@@ -35,7 +39,7 @@ type env struct {
 func (e *env) rand(i int) *rand.Rand { return newRand(e.seed, uint64(i)) }
 
 // workloadList is every workload kvbench knows, in the order --help
-// lists them. (groups and cop arrive with later issues.)
+// lists them. (cop arrives with a later issue.)
 var workloadList = []*workload{
 	getWorkload(),
 	scanWorkload(),
@@ -46,6 +50,8 @@ var workloadList = []*workload{
 	ycsbWorkload("ycsb-d", ycsbMix{read: 0.95, insert: 0.05, latest: true}),
 	ycsbWorkload("ycsb-e", ycsbMix{scan: 0.95, insert: 0.05}),
 	ycsbWorkload("ycsb-f", ycsbMix{read: 0.5, rmw: 0.5}),
+	groupsWorkload(),
+	groupsStepsWorkload(),
 }
 
 func lookupWorkload(name string) (*workload, bool) {
@@ -65,22 +71,65 @@ func workloadNames() []string {
 	return names
 }
 
-// runPhase runs w's clients for d (or until ctx is done) and returns what
-// they recorded, merged, and how long the phase lasted. An operation still
-// running when the phase ends is cancelled and not counted.
-func runPhase(ctx context.Context, e *env, w *workload, d time.Duration) (*recorder, time.Duration) {
+// phase is what one phase's clients did.
+type phase struct {
+	recs    []*recorder   // each client's own, in the order of the clients
+	elapsed time.Duration // how long the phase lasted
+	// ruPerSec is, under resource control, the RU each group consumed per
+	// second of the phase: the difference of two snapshots of its total,
+	// taken when the clients start and when the phase ends, over the time
+	// between them. nil without resource control.
+	ruPerSec map[string]float64
+}
+
+// merged returns, per class, what the clients recorded in all.
+func (p *phase) merged() *recorder { return mergeRecorders(p.recs) }
+
+// runPhase runs clients on db for d (or until ctx is done) and returns
+// what they recorded and, under resource control, what each resource group
+// consumed. An operation still running when the phase ends is cancelled
+// and not counted.
+func runPhase(ctx context.Context, db *kv.DB, clients []client, d time.Duration) *phase {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	clients := w.clients(e)
-	recs := make([]*recorder, len(clients))
+	p := &phase{recs: make([]*recorder, len(clients))}
+	controlled := db.Options().ResourceControl
+	var before map[string]float64
+	if controlled {
+		before = groupRU(db)
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i, c := range clients {
-		recs[i] = &recorder{}
-		wg.Go(func() { c(ctx, recs[i]) })
+		p.recs[i] = &recorder{}
+		wg.Go(func() { c(ctx, p.recs[i]) })
+	}
+	// The phase ends at the deadline, not when the last client has noticed:
+	// the second snapshot is taken there, so that the groups' RU cover the
+	// same window as their operations do.
+	<-ctx.Done()
+	end := time.Now()
+	if controlled {
+		after := groupRU(db)
+		window := max(end.Sub(start), time.Nanosecond).Seconds()
+		p.ruPerSec = make(map[string]float64, len(after))
+		for g, ru := range after {
+			p.ruPerSec[g] = (ru - before[g]) / window
+		}
 	}
 	wg.Wait()
-	return mergeRecorders(recs), min(time.Since(start), d)
+	p.elapsed = min(end.Sub(start), d)
+	return p
+}
+
+// groupRU returns each resource group's RU consumed so far.
+func groupRU(db *kv.DB) map[string]float64 {
+	stats := db.ResourceGroups().Stats()
+	ru := make(map[string]float64, len(stats))
+	for _, g := range stats {
+		ru[g.Name] = g.RU
+	}
+	return ru
 }
 
 // closedLoop returns a client that runs op back to back, each timed from
