@@ -251,6 +251,10 @@ func (cd *columnDecoder) decodeInto(row []byte, dst []any) error {
 	if len(row) > MaxRowBytes {
 		return fmt.Errorf("%w: %d bytes, cap %d", ErrTooLarge, len(row), MaxRowBytes)
 	}
+	if cd.decodeFlat(row, dst) {
+		return nil
+	}
+	clear(dst)
 	r := reader{b: row, maxDepth: MaxDepth}
 	it, err := r.topMap()
 	if err != nil {
@@ -273,6 +277,124 @@ func (cd *columnDecoder) decodeInto(row []byte, dst []any) error {
 		}
 	}
 	return r.end()
+}
+
+// decodeFlat is decodeInto's fast path for the common row: a map of fewer
+// than 2^16 pairs with short string keys and scalar or string values. It
+// checks every length against the bytes left as the general walker does,
+// and reports false — leaving the row to the walker, which decodes it or
+// names what is wrong — at anything else: a nested value, a long string,
+// an extension, bad or trailing bytes.
+func (cd *columnDecoder) decodeFlat(b []byte, dst []any) bool {
+	if len(b) == 0 {
+		return false
+	}
+	var n, pos int
+	switch c := b[0]; {
+	case c&0xf0 == 0x80:
+		n, pos = int(c&0x0f), 1
+	case c == 0xde && len(b) >= 3:
+		n, pos = int(b[1])<<8|int(b[2]), 3
+	default:
+		return false
+	}
+	for range n {
+		// The key: a str of up to 255 bytes.
+		if pos >= len(b) {
+			return false
+		}
+		var kl int
+		switch c := b[pos]; {
+		case c&0xe0 == 0xa0:
+			kl, pos = int(c&0x1f), pos+1
+		case c == 0xd9 && pos+1 < len(b):
+			kl, pos = int(b[pos+1]), pos+2
+		default:
+			return false
+		}
+		if kl > len(b)-pos {
+			return false
+		}
+		i := cd.lookup(b[pos : pos+kl])
+		pos += kl
+		// The value.
+		if pos >= len(b) {
+			return false
+		}
+		c := b[pos]
+		var v any
+		var size int
+		switch {
+		case c <= 0x7f:
+			v, size = int64(c), 1
+		case c >= 0xe0:
+			v, size = int64(int8(c)), 1
+		case c&0xe0 == 0xa0, c == 0xd9, c == 0xc4:
+			// str (fix, 8) or bin 8.
+			l, h := int(c&0x1f), 1
+			if c == 0xd9 || c == 0xc4 {
+				if pos+1 >= len(b) {
+					return false
+				}
+				l, h = int(b[pos+1]), 2
+			}
+			if l > len(b)-pos-h {
+				return false
+			}
+			size = h + l
+			if i >= 0 {
+				if c == 0xc4 {
+					v = bytes.Clone(b[pos+h : pos+size])
+				} else {
+					v = string(b[pos+h : pos+size])
+				}
+			}
+		case c == 0xc0:
+			v, size = nil, 1
+		case c == 0xc2 || c == 0xc3:
+			v, size = c == 0xc3, 1
+		case c >= 0xca && c <= 0xd3:
+			// float 32, 64; uint 8-64; int 8-64.
+			w := 4
+			switch {
+			case c == 0xcb:
+				w = 8
+			case c >= 0xcc && c <= 0xcf:
+				w = 1 << (c - 0xcc)
+			case c >= 0xd0:
+				w = 1 << (c - 0xd0)
+			}
+			if w > len(b)-pos-1 {
+				return false
+			}
+			size = 1 + w
+			if i < 0 {
+				break
+			}
+			var u uint64
+			for _, x := range b[pos+1 : pos+size] {
+				u = u<<8 | uint64(x)
+			}
+			switch {
+			case c == 0xca:
+				v = float64(math.Float32frombits(uint32(u)))
+			case c == 0xcb:
+				v = math.Float64frombits(u)
+			case c <= 0xcf:
+				v = normUint(u)
+			default:
+				shift := 64 - 8*uint(w)
+				v = int64(u<<shift) >> shift
+			}
+		default:
+			return false
+		}
+		if i >= 0 {
+			dst[i] = v
+		}
+		pos += size
+	}
+	return pos == len(b)
 }
 
 // lookup returns the position of column k in cols, or -1. Neither branch

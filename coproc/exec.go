@@ -58,6 +58,7 @@ type executor struct {
 	respBytes         int64
 	done              bool // the limit is reached: scan no more
 	lastKey           []byte
+	trackKey          bool // keep lastKey: the request pages
 }
 
 func newExecutor(req *Request) *executor {
@@ -93,7 +94,9 @@ func (x *executor) feed(b *scan.Batch) error {
 		key, val := b.Key(i), b.Value(i)
 		x.scanned++
 		x.bytes += int64(len(key) + len(val))
-		x.lastKey = append(x.lastKey[:0], key...)
+		if x.trackKey {
+			x.lastKey = append(x.lastKey[:0], key...)
+		}
 		if err := x.row(key, val); err != nil {
 			return err
 		}

@@ -250,3 +250,36 @@ func mustEncodeRow(t *testing.T, row map[string]any) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// FuzzColumnDecoder: the column decoder (its flat fast path included)
+// agrees with DecodeRow on any bytes — refuses what it refuses, and picks
+// the same values.
+func FuzzColumnDecoder(f *testing.F) {
+	for _, row := range []map[string]any{
+		{"a": int64(1), "b": "x", "c": []byte("y"), "d": 1.5, "e": nil, "f": true},
+		{"a": int64(-200), "b": uint64(math.MaxUint64), "c": float32(2.5), "d": int64(70000)},
+		{"a": map[string]any{"x": int64(1)}, "b": []any{int64(1)}},
+	} {
+		b, err := EncodeRow(row)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add([]byte{0x82, 0xa1, 'a', 0x01, 0xa1, 'a', 0x02})              // a repeated: the last wins
+	f.Add([]byte{0x81, 0xa1, 'a', 0xd9, 0x05, 'x'})                    // a str8 that runs out
+	f.Add([]byte{0x81, 0xa1, 'a', 0xd3, 0, 0, 0, 0, 0, 0, 0, 1, 0xc0}) // trailing byte
+	cols := []string{"a", "b", "c", "d", "e", "f"}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cd := newColumnDecoder(cols)
+		dst := make([]any, len(cols))
+		err := cd.decode(b, dst)
+		row, rerr := DecodeRow(b)
+		if rerr != nil {
+			require.Error(t, err, "DecodeRow refuses: %v", rerr)
+			return
+		}
+		require.NoError(t, err)
+		for i, c := range cols {
+			require.Equal(t, row[c], dst[i], "column %q", c)
+		}
+	})
+}

@@ -41,7 +41,9 @@ func NewTask(ctx context.Context, req *Request, open Opener, release func()) (*T
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	return &Task{ctx: ctx, req: req, x: newExecutor(req), open: open, release: release, done: make(chan struct{})}, nil
+	t := &Task{ctx: ctx, req: req, x: newExecutor(req), open: open, release: release, done: make(chan struct{})}
+	t.x.trackKey = t.paging()
+	return t, nil
 }
 
 // paging reports whether the request pages: rows, not aggregates or top-N.
