@@ -112,6 +112,8 @@ type Group struct {
 	refilled   bool
 	occupancy  int  // queued + held + running tasks
 	active     bool // in the scheduler's list of active groups
+	everActive bool
+	idleSince  time.Duration // pool time its occupancy last fell to 0
 
 	// Written under the scheduler's lock, read by Stats without it.
 	queued, held, running atomic.Int64

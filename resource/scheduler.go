@@ -55,6 +55,7 @@ type Scheduler struct {
 	// largest any group had when the pool last emptied, so that a group
 	// back from idleness into an idle pool banks no credit either.
 	floor uint64
+	now   time.Duration // the latest pool time the pool passed in
 	class [numClasses]int
 	steps int64
 	time  time.Duration
@@ -79,6 +80,11 @@ const (
 	qsHeld                   // in the held set (else, when queued, ready)
 	qsClassShift = 8         // the class it was counted in, above the flags
 )
+
+// IdleGrace is how long a group may have no task queued, held or running
+// and still keep its virtual time when one comes back: at most this much
+// credit can be banked.
+const IdleGrace = 100 * time.Millisecond
 
 // FarBehind is how far below a running step's key, in virtual time, a
 // queued task's key must be for the step to yield to it (within a class).
@@ -185,9 +191,12 @@ func (s *Scheduler) Admit(e *readpool.Entry, maxTasks int) bool {
 // class's.
 func (s *Scheduler) count(e *readpool.Entry, g *Group, c int) {
 	if e.QueueState&qsCounted == 0 {
-		if !g.active {
+		if !g.active && (!g.everActive || s.now-g.idleSince >= IdleGrace) {
 			// Back from idleness: no credit for the time it had nothing to
-			// run.
+			// run. A group idle for less than IdleGrace keeps its place:
+			// its scans were only waiting for their readers to take rows
+			// (Pending tasks are not in the queue), and lifting it every
+			// time would erase the lead a bigger share earns.
 			minV, ok := s.minActiveVTime()
 			if !ok {
 				minV = s.floor
@@ -198,7 +207,9 @@ func (s *Scheduler) count(e *readpool.Entry, g *Group, c int) {
 					break
 				}
 			}
-			g.active = true
+		}
+		if !g.active {
+			g.active, g.everActive = true, true
 			s.active = append(s.active, g)
 		}
 		g.occupancy++
@@ -227,7 +238,7 @@ func (s *Scheduler) uncount(e *readpool.Entry, g *Group) {
 	e.QueueState = 0
 	g.occupancy--
 	if g.occupancy == 0 {
-		g.active = false
+		g.active, g.idleSince = false, s.now
 		for i, a := range s.active {
 			if a == g {
 				s.active = append(s.active[:i], s.active[i+1:]...)
@@ -277,6 +288,9 @@ func (g *Group) refill(cfg *GroupConfig, now time.Duration) {
 
 // Push implements readpool.Queue.
 func (s *Scheduler) Push(e *readpool.Entry, now time.Duration) {
+	if now != readpool.Forever {
+		s.now = max(s.now, now)
+	}
 	g := s.groupOf(e)
 	cfg := g.Config()
 	c := classFor(e, &cfg)
@@ -304,7 +318,8 @@ func (s *Scheduler) Push(e *readpool.Entry, now time.Duration) {
 }
 
 // Ran implements readpool.Queue: an inline first step that goes on.
-func (s *Scheduler) Ran(e *readpool.Entry, _ time.Duration) {
+func (s *Scheduler) Ran(e *readpool.Entry, now time.Duration) {
+	s.now = max(s.now, now)
 	g := s.groupOf(e)
 	cfg := g.Config()
 	c := classFor(e, &cfg)
@@ -318,6 +333,9 @@ func (s *Scheduler) Ran(e *readpool.Entry, _ time.Duration) {
 // at again (and held again if their bucket is still empty), then the
 // lowest key runs.
 func (s *Scheduler) Pop(now time.Duration) *readpool.Entry {
+	if now != readpool.Forever {
+		s.now = max(s.now, now)
+	}
 	for e := s.held.Min(); e != nil && time.Duration(e.Key) <= now; e = s.held.Min() {
 		s.held.Remove(e)
 		e.QueueState &^= qsHeld
@@ -364,7 +382,8 @@ func (s *Scheduler) Remove(e *readpool.Entry) bool {
 
 // Done implements readpool.Queue. A task that was not queued again (it
 // finished, or waits for a wake) leaves its group's occupancy.
-func (s *Scheduler) Done(e *readpool.Entry, elapsed, _ time.Duration) {
+func (s *Scheduler) Done(e *readpool.Entry, elapsed, now time.Duration) {
+	s.now = max(s.now, now)
 	s.steps++
 	s.time += elapsed
 	g := s.groupOf(e)

@@ -526,3 +526,31 @@ func TestScheduler_ReturningGroupStartsAtTheSmallestActiveVirtualTime(t *testing
 	assert.Equal(t, 3*time.Second, time.Duration(b.vtime.Load()))
 	s.Done(ea, 0, 0)
 }
+
+// A group whose tasks all wait for their readers a moment (Pending: out of
+// the queue) keeps its virtual time when one comes back within IdleGrace;
+// one idle for longer is lifted to the active groups' minimum.
+func TestScheduler_IdleGraceKeepsALeadBriefly(t *testing.T) {
+	m, s := newScheduler(t,
+		GroupConfig{Name: "big", RUPerSec: 3000, Burstable: true},
+		GroupConfig{Name: "small", RUPerSec: 1000, Burstable: true})
+	big, small := m.Resolve("big"), m.Resolve("small")
+
+	// small keeps running; big runs once and goes idle, behind small.
+	busy, b := entry(small), entry(big)
+	s.Push(busy, 0)
+	s.Push(b, 0)
+	require.Len(t, popAll(s, 0), 2)
+	s.Charge(busy, readpool.Usage{Exec: 300 * time.Millisecond}) // small: 100 RU, 100 ms
+	charge(s, b, 3*time.Millisecond, time.Millisecond)           // big finishes: idle
+	before := big.vtime.Load()
+	require.Less(t, before, small.vtime.Load())
+
+	s.Push(entry(big), time.Millisecond+IdleGrace/2)
+	assert.Equal(t, before, big.vtime.Load(), "back within the grace: its lead kept")
+
+	e := s.Pop(time.Millisecond + IdleGrace/2)
+	charge(s, e, 0, time.Millisecond+IdleGrace/2) // idle again
+	s.Push(entry(big), 2*time.Millisecond+2*IdleGrace)
+	assert.Equal(t, small.vtime.Load(), big.vtime.Load(), "idle past the grace: lifted to small's time")
+}
