@@ -62,7 +62,7 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.longScanLen, "long-scan-len", 100_000, "noisy: keys per long scan (at most --keys)")
 	fs.DurationVar(&c.think, "think", 200*time.Microsecond, "noisy: think time between one client's Gets, each timed from the end of its think time")
 	fs.Float64Var(&c.oltpRate, "oltp-rate", 2_000, "groups: the oltp group's point Gets per second, over --clients goroutines on a fixed schedule")
-	fs.IntVar(&c.groupScanners, "group-scanners", 16, "groups, groups-steps: goroutines looping on scans in each scanning group; too few, and a group whose queue runs dry loses its share")
+	fs.IntVar(&c.groupScanners, "group-scanners", 64, "groups, groups-steps: goroutines looping on scans in each scanning group; shares hold while groups are backlogged, and with too few a group whose queue runs dry gives its share away (the pool is work-conserving)")
 	fs.StringSliceVar(&c.workloads, "workload", []string{"noisy"}, "workloads, comma-separated: "+strings.Join(workloadNames(), ", "))
 	fs.StringSliceVar(&c.schedulers, "schedulers", slices.Clone(defaultSchedulers),
 		"schedulers to compare, comma-separated: "+strings.Join(knownSchedulers, ", ")+

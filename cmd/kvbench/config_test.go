@@ -40,7 +40,7 @@ func TestConfig_Defaults(t *testing.T) {
 		longScanLen:   100_000,
 		think:         200 * time.Microsecond,
 		oltpRate:      2_000,
-		groupScanners: 16,
+		groupScanners: 64,
 		workloads:     []string{"noisy"},
 		schedulers:    []string{"mlfq", "fifo", "direct"},
 		seed:          1,
