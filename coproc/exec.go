@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/coopkv/coopkv/scan"
 )
@@ -46,6 +47,7 @@ type executor struct {
 	dec    *columnDecoder // nil when the rows are returned whole
 	filter *compiled
 	proj   []int // Columns' indexes (-1: the key); nil: every column
+	order  []int // OrderBy's indexes (-1: the key), for top-N over rows
 	r      row   // scratch: the current row
 
 	rows  []map[string]any
@@ -76,6 +78,11 @@ func newExecutor(req *Request) *executor {
 	}
 	if x.aggs == nil && len(req.OrderBy) > 0 {
 		x.top = newTopN(req.OrderBy, req.Limit)
+		// Top-N orders by the rows' own values, which a projection may
+		// leave out: the order columns are read whatever Columns says.
+		for _, o := range req.OrderBy {
+			x.order = append(x.order, x.cols.index(o.Col))
+		}
 	} else if x.aggs == nil {
 		x.limit = req.Limit
 	}
@@ -132,7 +139,11 @@ func (x *executor) row(key, val []byte) error {
 	}
 	out := x.project(key, whole)
 	if x.top != nil {
-		x.top.add(out, x.scanned)
+		keys := make([]any, len(x.order))
+		for i, j := range x.order {
+			keys[i] = clone(x.r.get(j)) // the key's bytes live in the scan's batch
+		}
+		x.top.add(out, keys, x.scanned)
 		return nil
 	}
 	return x.emit(out)
@@ -181,7 +192,11 @@ func (x *executor) result() ([]map[string]any, error) {
 		if len(x.req.OrderBy) > 0 {
 			t := newTopN(x.req.OrderBy, x.req.Limit)
 			for i, r := range rows {
-				t.add(r, int64(i))
+				keys := make([]any, len(x.req.OrderBy))
+				for j, o := range x.req.OrderBy {
+					keys[j] = r[o.Col]
+				}
+				t.add(r, keys, int64(i))
 			}
 			rows = t.result()
 		} else if x.req.Limit > 0 && len(rows) > x.req.Limit {
@@ -268,8 +283,9 @@ type topN struct {
 }
 
 type ranked struct {
-	row map[string]any
-	seq int64
+	row  map[string]any
+	keys []any // the values of the order's columns
+	seq  int64
 }
 
 type topHeap struct {
@@ -293,8 +309,8 @@ func (h *topHeap) Pop() any {
 func newTopN(order []Order, n int) *topN {
 	t := &topN{order: order, n: n}
 	t.h.less = func(a, b *ranked) bool {
-		for _, o := range t.order {
-			c := orderCompare(a.row[o.Col], b.row[o.Col])
+		for i, o := range t.order {
+			c := orderCompare(a.keys[i], b.keys[i])
 			if o.Desc {
 				c = -c
 			}
@@ -307,8 +323,9 @@ func newTopN(order []Order, n int) *topN {
 	return t
 }
 
-func (t *topN) add(r map[string]any, seq int64) {
-	e := ranked{row: r, seq: seq}
+// add offers row r, whose order columns hold keys, seq-th in scan order.
+func (t *topN) add(r map[string]any, keys []any, seq int64) {
+	e := ranked{row: r, keys: keys, seq: seq}
 	if len(t.h.es) < t.n {
 		heap.Push(&t.h, e)
 		return
@@ -344,23 +361,43 @@ type groupState struct {
 }
 
 type aggState struct {
-	count      int64   // non-null inputs (count(*): rows)
-	nums       int64   // numeric inputs, for sum and avg
-	sumI       int64   // the exact sum while every input is an integer
-	sumF       float64 // the sum as a float: once a float comes, and for avg
-	isFloat    bool
-	overflowed bool // sumI overflowed: an error unless a float comes
-	min, max   any
+	count int64 // non-null inputs (count(*): rows)
+	nums  int64 // numeric inputs, for sum and avg
+	// sumHi:sumLo is the exact sum of the integer inputs, a 128-bit two's
+	// complement number: it cannot overflow before 2^63 inputs, so whether
+	// the sum fits int64 depends on the inputs, not on their order (an
+	// int64 running sum would fail MaxInt64, 1, -2 and not -2, 1, MaxInt64).
+	sumHi   int64
+	sumLo   uint64
+	sumF    float64 // the sum as a float: once a float comes, and for avg
+	isFloat bool
+	min     any
+	max     any
 }
 
 func (s *aggState) addInt(x int64) {
 	s.nums++
 	s.sumF += float64(x)
-	if r := s.sumI + x; (x > 0 && r < s.sumI) || (x < 0 && r > s.sumI) {
-		s.overflowed = true
-	} else {
-		s.sumI = r
+	var carry uint64
+	s.sumLo, carry = bits.Add64(s.sumLo, uint64(x), 0)
+	s.sumHi += int64(carry)
+	if x < 0 {
+		s.sumHi-- // x's sign extension
 	}
+}
+
+func (s *aggState) addUint(x uint64) {
+	s.nums++
+	s.sumF += float64(x)
+	var carry uint64
+	s.sumLo, carry = bits.Add64(s.sumLo, x, 0)
+	s.sumHi += int64(carry)
+}
+
+// sumInt is the exact integer sum, and whether it fits int64.
+func (s *aggState) sumInt() (int64, bool) {
+	fits := (s.sumHi == 0 && s.sumLo <= math.MaxInt64) || (s.sumHi == -1 && s.sumLo > math.MaxInt64)
+	return int64(s.sumLo), fits
 }
 
 func (s *aggState) addFloat(x float64) {
@@ -380,10 +417,12 @@ func (s *aggState) value(fn string) (any, error) {
 			return nil, nil
 		case s.isFloat:
 			return s.sumF, nil
-		case s.overflowed:
+		}
+		sum, ok := s.sumInt()
+		if !ok {
 			return nil, ErrOverflow
 		}
-		return s.sumI, nil
+		return sum, nil
 	case "avg":
 		if s.nums == 0 {
 			return nil, nil
@@ -494,6 +533,9 @@ func appendGroupKey(b []byte, v any) []byte {
 		if x == math.Trunc(x) && x >= math.MinInt64 && x < math.MaxInt64 {
 			return binary.BigEndian.AppendUint64(append(b, 2), uint64(int64(x)))
 		}
+		if x == math.Trunc(x) && x >= 1<<63 && x < 1<<64 {
+			return binary.BigEndian.AppendUint64(append(b, 3), uint64(x)) // as the uint64 it equals
+		}
 		return binary.BigEndian.AppendUint64(append(b, 4), math.Float64bits(x))
 	case string:
 		return append(binary.AppendUvarint(append(b, 5), uint64(len(x))), x...)
@@ -520,15 +562,7 @@ func (s *aggState) add(fn string, col int, r *row) error {
 		case int64:
 			s.addInt(x)
 		case uint64:
-			if x > math.MaxInt64 {
-				// No int64 sum holds it: as an overflow, an error unless a
-				// float makes the sum a float.
-				s.overflowed = true
-				s.nums++
-				s.sumF += float64(x)
-			} else {
-				s.addInt(int64(x))
-			}
+			s.addUint(x)
 		case float64:
 			s.addFloat(x)
 		default:

@@ -168,6 +168,9 @@ func (e *Expr) validate(path string, nodes *int) error {
 		if err := a.validate(fmt.Sprintf("%s.Args[%d]", path, i), nodes); err != nil {
 			errs = append(errs, err)
 		}
+		if *nodes > MaxExprNodes {
+			break // reported once, where the cap was passed: not once per node past it
+		}
 	}
 	return errors.Join(errs...)
 }
