@@ -90,6 +90,9 @@ func runBench(ctx context.Context, cfg *config, out io.Writer) (err error) {
 	if err := writeTable(out, rep); err != nil {
 		return err
 	}
+	if err := writeComparisons(out, rep); err != nil {
+		return err
+	}
 	if err := writeGroupSummaries(out, rep); err != nil {
 		return err
 	}

@@ -180,7 +180,7 @@ func TestRun_Dirs(t *testing.T) {
 func TestRun_UsageErrorRunsNothing(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	out, err := execute(t, "--workload", "cop")
+	out, err := execute(t, "--workload", "nope")
 	require.Error(t, err)
 	assert.Equal(t, 2, exitStatus(err))
 	assert.Empty(t, out, "no usage dump, nothing run (main prints the one-line error)")

@@ -23,19 +23,23 @@ type config struct {
 	warmup        time.Duration // untimed phase before each timed one
 	workers       int           // read-pool workers; 0 = GOMAXPROCS
 	clients       int           // goroutines issuing the foreground operations
-	scanners      int           // noisy: goroutines looping on long scans
+	scanners      int           // noisy, cop: goroutines looping on long scans or aggregates
 	scanLen       int           // scan, groups: keys per scan
-	longScanLen   int           // noisy: keys per long scan, capped at keys
-	think         time.Duration // noisy: think time between one client's Gets
+	longScanLen   int           // noisy, cop: keys per long scan or aggregate, capped at keys
+	think         time.Duration // noisy, cop: think time between one client's Gets
 	oltpRate      float64       // groups: oltp's point Gets per second, over all clients
 	groupScanners int           // groups, groups-steps: scan goroutines per scanning group
-	workloads     []string      // known workload names, in the order given
+	workloads     []string      // known workload names, in the order given, each baseline before its workload
 	schedulers    []string      // known scheduler names, in the order given
 	seed          uint64        // seeds every random choice
 	jsonPath      string        // "" = no JSON report
 	plotPath      string        // "" = no plot; .png or .svg
 	admin         string        // reserved for the kvctl issue
 	quiet         bool          // no progress output
+
+	// rows is set by validate when a workload of the run reads values as
+	// coprocessor rows: then the store's values are rows (see valueMaker).
+	rows bool
 }
 
 // knownSchedulers are the read schedulers kvbench can compare; a default
@@ -57,10 +61,10 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up before each measured phase")
 	fs.IntVar(&c.workers, "workers", 0, "read-pool workers (0 = GOMAXPROCS)")
 	fs.IntVar(&c.clients, "clients", 4, "client goroutines (noisy: the Get clients; groups: the oltp group's)")
-	fs.IntVar(&c.scanners, "scanners", 8, "noisy: goroutines looping on long scans")
+	fs.IntVar(&c.scanners, "scanners", 8, "noisy, cop: goroutines looping on long scans (cop: on aggregates)")
 	fs.IntVar(&c.scanLen, "scan-len", 1_000, "scan, groups: keys per range scan")
-	fs.IntVar(&c.longScanLen, "long-scan-len", 100_000, "noisy: keys per long scan (at most --keys)")
-	fs.DurationVar(&c.think, "think", 200*time.Microsecond, "noisy: think time between one client's Gets, each timed from the end of its think time")
+	fs.IntVar(&c.longScanLen, "long-scan-len", 100_000, "noisy, cop: keys per long scan or aggregate (at most --keys)")
+	fs.DurationVar(&c.think, "think", 200*time.Microsecond, "noisy, cop: think time between one client's Gets, each timed from the end of its think time")
 	fs.Float64Var(&c.oltpRate, "oltp-rate", 2_000, "groups: the oltp group's point Gets per second, over --clients goroutines on a fixed schedule")
 	fs.IntVar(&c.groupScanners, "group-scanners", 64, "groups, groups-steps: goroutines looping on scans in each scanning group; shares hold while groups are backlogged, and with too few a group whose queue runs dry gives its share away (the pool is work-conserving)")
 	fs.StringSliceVar(&c.workloads, "workload", []string{"noisy"}, "workloads, comma-separated: "+strings.Join(workloadNames(), ", "))
@@ -74,8 +78,9 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
 }
 
-// validate tidies the name lists and reports every problem with c at
-// once, as one error.
+// validate tidies the name lists, adds to the workloads each one's
+// baseline that they do not name (before it), and reports every problem
+// with c at once, as one error.
 func (c *config) validate() error {
 	c.workloads = trimAll(c.workloads)
 	c.schedulers = trimAll(c.schedulers)
@@ -147,10 +152,29 @@ func (c *config) validate() error {
 	if c.admin != "" {
 		bad("--admin is not available yet (it arrives with kvctl)")
 	}
-	if len(errs) == 0 {
-		return nil
+	if len(errs) > 0 {
+		return problems(errs)
 	}
-	return problems(errs)
+	c.workloads = withBaselines(c.workloads)
+	for _, name := range c.workloads {
+		w, _ := lookupWorkload(name)
+		c.rows = c.rows || w.rows
+	}
+	return nil
+}
+
+// withBaselines returns names with each workload's baseline that names
+// does not already hold just before it, so that one run measures both.
+func withBaselines(names []string) []string {
+	var out []string
+	for _, name := range names {
+		if w, _ := lookupWorkload(name); w.baseline != "" &&
+			!slices.Contains(names, w.baseline) && !slices.Contains(out, w.baseline) {
+			out = append(out, w.baseline)
+		}
+		out = append(out, name)
+	}
+	return out
 }
 
 // problems is several configuration errors reported at once, on one line.

@@ -16,9 +16,10 @@ const loadBatch = 1_000
 // phase's.
 const loadStream = 1 << 32
 
-// load writes keys 0 … cfg.keys-1, each with a random value of
-// cfg.valueSize bytes, in batches, then flushes the memtables, so the
-// timed phases read sstables as a store that has lived a while does.
+// load writes keys 0 … cfg.keys-1, each with a value of cfg.valueSize
+// bytes (random, or a row: see valueMaker), in batches, then flushes the
+// memtables, so the timed phases read sstables as a store that has lived a
+// while does.
 func load(ctx context.Context, dir string, cfg *config, prog *progress) (err error) {
 	db, err := kv.Open(dir, storeOptions(cfg, ""))
 	if err != nil {
@@ -32,7 +33,7 @@ func load(ctx context.Context, dir string, cfg *config, prog *progress) (err err
 
 	r := newRand(cfg.seed, loadStream)
 	key := make([]byte, 0, keyLen)
-	value := make([]byte, cfg.valueSize)
+	values := newValueMaker(cfg)
 	c := prog.count("load", cfg.keys, "keys")
 	for n := int64(0); n < cfg.keys; {
 		if err := ctx.Err(); err != nil {
@@ -41,7 +42,10 @@ func load(ctx context.Context, dir string, cfg *config, prog *progress) (err err
 		b := db.NewBatch()
 		start, end := n, min(n+loadBatch, cfg.keys)
 		for ; n < end; n++ {
-			fillValue(r, value)
+			value, err := values.next(r)
+			if err != nil {
+				return fmt.Errorf("load: %w", err)
+			}
 			// The batch copies key and value, so both buffers are reused.
 			b.Set(appendKey(key[:0], n), value)
 		}

@@ -61,19 +61,27 @@ func noisyWorkload() *workload {
 		name:    "noisy",
 		classes: []class{classGet, classScan},
 		clients: func(e *env) []client {
-			var cs []client
-			for i := range e.cfg.clients {
-				cs = append(cs, pacedGets(e, i))
-			}
-			for i := range e.cfg.scanners {
-				r := e.rand(e.cfg.clients + i)
-				cs = append(cs, closedLoop(func(ctx context.Context) (class, error) {
-					return classScan, scanRandom(ctx, e, r.Int64N, e.cfg.longScanLen)
-				}))
-			}
-			return cs
+			return getsBeside(e, func(ctx context.Context, e *env, int64n func(int64) int64) (class, error) {
+				return classScan, scanRandom(ctx, e, int64n, e.cfg.longScanLen)
+			})
 		},
 	}
+}
+
+// getsBeside returns noisy's clients with long as the long read: --clients
+// goroutines doing paced Gets (pacedGets) and --scanners goroutines
+// looping on long, each with a random stream of its own, from which long
+// draws its start.
+func getsBeside(e *env, long func(ctx context.Context, e *env, int64n func(int64) int64) (class, error)) []client {
+	var cs []client
+	for i := range e.cfg.clients {
+		cs = append(cs, pacedGets(e, i))
+	}
+	for i := range e.cfg.scanners {
+		r := e.rand(e.cfg.clients + i)
+		cs = append(cs, closedLoop(func(ctx context.Context) (class, error) { return long(ctx, e, r.Int64N) }))
+	}
+	return cs
 }
 
 // pacedGets returns noisy's Get client i: a Get, then a think time of

@@ -45,6 +45,15 @@ With no arguments it runs "noisy": --scanners goroutines looping on long
 scans while --clients goroutines do point Gets at a steady rate, on mlfq,
 fifo and direct, to show what the read pool buys short reads.
 
+"cop" puts the coprocessor in the scans' place: its store's values are
+msgpack rows ({"region", "amount", "ts", and a random pad out to
+--value-size}), and --scanners goroutines loop on aggregate requests over
+--long-scan-len keys (count and sum of amount where amount >= 5000, by
+region) beside noisy's Gets. Its baseline "cop-scan" — the same Gets beside
+plain scans of as many rows — runs just before it on each scheduler, and a
+line under the table compares the Gets' p99 beside each. A run with cop or
+cop-scan loads rows for all its workloads; other runs load random values.
+
 "groups" measures resource control: four resource groups share the pool —
 oltp (high priority, 500 RU/s, burstable) doing point Gets at --oltp-rate,
 batch-a (3,000 RU/s) and batch-b (1,000 RU/s), both burstable, and capped
@@ -62,6 +71,7 @@ the other workloads (on priority, every read is in the default group).`,
 		Example: `  kvbench
   kvbench --workload get,scan --schedulers mlfq,direct --duration 10s
   kvbench --workload ycsb-a,ycsb-e --json results.json --plot latency.svg
+  kvbench --workload cop --keys 1000000 --long-scan-len 1000000
   kvbench --workload groups,groups-steps --json groups.json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {

@@ -21,6 +21,14 @@ type workload struct {
 	// then nil): it runs once, under resource control, whatever the
 	// schedulers (see runGroups).
 	groups *groupsSpec
+	// rows: it reads the store's values as coprocessor rows, so a run
+	// with it loads rows (see valueMaker).
+	rows bool
+	// baseline, when set, names the workload that this one is compared
+	// with: a run of this one measures it too, just before, on each
+	// scheduler (config.validate adds it), and a line under the table
+	// compares their Get p99s (see writeComparisons).
+	baseline string
 }
 
 // client runs operations until ctx is done, recording each in rec, which
@@ -39,11 +47,13 @@ type env struct {
 func (e *env) rand(i int) *rand.Rand { return newRand(e.seed, uint64(i)) }
 
 // workloadList is every workload kvbench knows, in the order --help
-// lists them. (cop arrives with a later issue.)
+// lists them.
 var workloadList = []*workload{
 	getWorkload(),
 	scanWorkload(),
 	noisyWorkload(),
+	copScanWorkload(),
+	copWorkload(),
 	ycsbWorkload("ycsb-a", ycsbMix{read: 0.5, update: 0.5}),
 	ycsbWorkload("ycsb-b", ycsbMix{read: 0.95, update: 0.05}),
 	ycsbWorkload("ycsb-c", ycsbMix{read: 1}),
@@ -172,8 +182,11 @@ func scan(ctx context.Context, db *kv.DB, start int64, n int, want int64) error 
 	return err
 }
 
-// set writes a fresh random value to key n.
-func set(db *kv.DB, r *rand.Rand, kbuf, vbuf []byte, n int64) error {
-	fillValue(r, vbuf)
-	return db.Set(appendKey(kbuf[:0], n), vbuf)
+// set writes a fresh value from values to key n.
+func set(db *kv.DB, values *valueMaker, r *rand.Rand, kbuf []byte, n int64) error {
+	v, err := values.next(r)
+	if err != nil {
+		return err
+	}
+	return db.Set(appendKey(kbuf[:0], n), v)
 }

@@ -71,16 +71,16 @@ type ycsbClient struct {
 	r      *rand.Rand
 	choose func(r *rand.Rand, n int64) int64
 	kbuf   []byte
-	vbuf   []byte
+	values *valueMaker
 }
 
 func newYCSBClient(e *env, mix ycsbMix, i int) client {
 	c := &ycsbClient{
-		e:    e,
-		mix:  mix,
-		r:    e.rand(i),
-		kbuf: make([]byte, 0, keyLen),
-		vbuf: make([]byte, e.cfg.valueSize),
+		e:      e,
+		mix:    mix,
+		r:      e.rand(i),
+		kbuf:   make([]byte, 0, keyLen),
+		values: newValueMaker(e.cfg),
 	}
 	if mix.latest {
 		c.choose = newSkewedLatest(e.keys.count()).next
@@ -97,11 +97,11 @@ func (c *ycsbClient) op(ctx context.Context) (class, error) {
 	case classGet:
 		return cl, get(ctx, db, c.kbuf, c.choose(c.r, ks.count()))
 	case classUpdate:
-		return cl, set(db, c.r, c.kbuf, c.vbuf, c.choose(c.r, ks.count()))
+		return cl, set(db, c.values, c.r, c.kbuf, c.choose(c.r, ks.count()))
 	case classInsert:
 		n := ks.reserve()
 		defer ks.ack(n)
-		return cl, set(db, c.r, c.kbuf, c.vbuf, n)
+		return cl, set(db, c.values, c.r, c.kbuf, n)
 	case classScan:
 		count := ks.count()
 		start := c.choose(c.r, count)
@@ -113,6 +113,6 @@ func (c *ycsbClient) op(ctx context.Context) (class, error) {
 		if err := get(ctx, db, c.kbuf, n); err != nil {
 			return cl, err
 		}
-		return cl, set(db, c.r, c.kbuf, c.vbuf, n)
+		return cl, set(db, c.values, c.r, c.kbuf, n)
 	}
 }
