@@ -51,7 +51,10 @@ type Request struct {
 	OrderBy []Order    `msgpack:"order_by,omitempty"` // with Limit: top-N
 	Limit   int        `msgpack:"limit,omitempty"`    // 0 = no limit
 	// PagingSize is the rows scanned per response; 0 = no paging; ignored
-	// with Aggs.
+	// with Aggs, GroupBy and OrderBy (their answers need every row). With
+	// Limit, each page returns at most Limit rows and one that reaches it
+	// ends the request (ResumeKey nil); a client that wants Limit rows in
+	// all lowers the Limit of the next page by the rows it already has.
 	PagingSize int  `msgpack:"paging_size,omitempty"`
 	Desc       bool `msgpack:"desc,omitempty"` // scan ranges in descending key order
 }
