@@ -32,6 +32,11 @@ type Spec struct {
 	Limit      int
 	Reverse    bool
 	KeysOnly   bool
+	// MaxBatch caps the rows of a batch below MaxBatchRows (0 = no cap
+	// below it): a reader that does more work per row than copying it (the
+	// coprocessor) keeps its units of work, and so its preemption points,
+	// short.
+	MaxBatch int
 }
 
 // Validate reports a range that cannot be scanned.
@@ -135,6 +140,9 @@ func (c *Cursor) Fill(b *Batch) (rows, bytes int64, err error) {
 		c.done = true
 	}
 	c.rows = min(c.rows*2, MaxBatchRows)
+	if c.spec.MaxBatch > 0 {
+		c.rows = min(c.rows, max(c.spec.MaxBatch, MinBatchRows))
+	}
 	return int64(b.Len()), int64(b.Bytes()), nil
 }
 
