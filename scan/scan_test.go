@@ -159,3 +159,18 @@ func TestTask_CancelClosesIterator(t *testing.T) {
 		}
 	}
 }
+
+func TestCursor_MaxBatchCapsGrowth(t *testing.T) {
+	db := openPebble(t, 500, 8)
+	c, err := NewCursor(db, Spec{MaxBatch: 100})
+	require.NoError(t, err)
+	defer c.Close()
+	var sizes []int
+	var b Batch
+	for !c.Done() {
+		_, _, err := c.Fill(&b)
+		require.NoError(t, err)
+		sizes = append(sizes, b.Len())
+	}
+	assert.Equal(t, []int{32, 64, 100, 100, 100, 100, 4}, sizes)
+}
