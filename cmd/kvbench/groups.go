@@ -151,15 +151,7 @@ func scheduledGets(e *env, stream, i, n int, interval time.Duration) client {
 		defer timer.Stop()
 		due := time.Now().Add(interval * time.Duration(i) / time.Duration(n))
 		for {
-			if wait := time.Until(due); wait > 0 {
-				timer.Reset(wait)
-				select {
-				case <-ctx.Done():
-					return
-				case <-timer.C:
-				}
-			}
-			if ctx.Err() != nil {
+			if !sleepUntil(ctx, timer, due) {
 				return
 			}
 			err := get(ctx, e.db, buf, r.Int64N(e.keys.count()))

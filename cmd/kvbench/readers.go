@@ -96,6 +96,20 @@ func getsBeside(e *env, long func(ctx context.Context, e *env, int64n func(int64
 // works while every Get takes less than the interval: a pool whose Gets
 // wait up to a time slice (1 ms) behind scan steps falls further behind
 // with every Get, and its latency becomes the length of the run.
+// sleepUntil waits on timer until due, and reports false when ctx ends
+// first: the paced clients' wait for their next Get.
+func sleepUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
+	if wait := time.Until(due); wait > 0 {
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+		}
+	}
+	return ctx.Err() == nil
+}
+
 func pacedGets(e *env, i int) client {
 	r := e.rand(i)
 	buf := make([]byte, 0, keyLen)
@@ -106,15 +120,7 @@ func pacedGets(e *env, i int) client {
 		// Stagger the clients so their Gets do not arrive in bursts.
 		due := time.Now().Add(think * time.Duration(i) / time.Duration(e.cfg.clients))
 		for {
-			if wait := time.Until(due); wait > 0 {
-				timer.Reset(wait)
-				select {
-				case <-ctx.Done():
-					return
-				case <-timer.C:
-				}
-			}
-			if ctx.Err() != nil {
+			if !sleepUntil(ctx, timer, due) {
 				return
 			}
 			err := get(ctx, e.db, buf, r.Int64N(e.keys.count()))
