@@ -84,18 +84,6 @@ func getsBeside(e *env, long func(ctx context.Context, e *env, int64n func(int64
 	return cs
 }
 
-// pacedGets returns noisy's Get client i: a Get, then a think time of
-// --think, then the next Get. Each Get is timed from when it was due — the
-// end of the think time — not from when the client's goroutine got to run
-// again, so a store whose workers keep the client off its P (Go preempts
-// only every 10 ms) cannot hide that stall: it shows in the latency, as in
-// the measurement DESIGN.md describes (a 200 µs sleep delayed by 20–50 ms).
-//
-// A fixed schedule (each Get due one interval after the last was due,
-// wrk2's correction) is the other way to keep stalls visible, but it only
-// works while every Get takes less than the interval: a pool whose Gets
-// wait up to a time slice (1 ms) behind scan steps falls further behind
-// with every Get, and its latency becomes the length of the run.
 // sleepUntil waits on timer until due, and reports false when ctx ends
 // first: the paced clients' wait for their next Get.
 func sleepUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
@@ -110,6 +98,18 @@ func sleepUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
 	return ctx.Err() == nil
 }
 
+// pacedGets returns noisy's Get client i: a Get, then a think time of
+// --think, then the next Get. Each Get is timed from when it was due — the
+// end of the think time — not from when the client's goroutine got to run
+// again, so a store whose workers keep the client off its P (Go preempts
+// only every 10 ms) cannot hide that stall: it shows in the latency, as in
+// the measurement DESIGN.md describes (a 200 µs sleep delayed by 20–50 ms).
+//
+// A fixed schedule (each Get due one interval after the last was due,
+// wrk2's correction) is the other way to keep stalls visible, but it only
+// works while every Get takes less than the interval: a pool whose Gets
+// wait up to a time slice (1 ms) behind scan steps falls further behind
+// with every Get, and its latency becomes the length of the run.
 func pacedGets(e *env, i int) client {
 	r := e.rand(i)
 	buf := make([]byte, 0, keyLen)
