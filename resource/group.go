@@ -167,7 +167,9 @@ func (m *Manager) newGroup(c GroupConfig) *Group {
 }
 
 // Put creates the group cfg.Name or replaces its config. A group that goes
-// from burstable to limited starts with a full bucket.
+// from burstable to limited starts with a full bucket. The default group may be
+// reconfigured too (as TiDB allows), e.g. given a share; it cannot be
+// deleted.
 func (m *Manager) Put(cfg GroupConfig) error {
 	if err := cfg.validate(); err != nil {
 		return err
