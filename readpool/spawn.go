@@ -58,7 +58,11 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 	p.inv.accept()
 	h.adopted = true
 	h.requeue()
-	if err := h.stopReason(); h.stopWatch != nil && err != nil {
+	var stop error
+	if h.stopWatch != nil { // without a watch nothing can have stopped it
+		stop = h.stopReason()
+	}
+	if err := stop; err != nil {
 		// The context ended since we looked.
 		h.abort(h.gen, stateQueued)
 		p.dropped.Add(1)
