@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -19,9 +21,11 @@ import (
 
 // DB is an open store. Its methods are safe for concurrent use.
 type DB struct {
-	opts Options
-	pdb  *pebble.DB
-	pool *readpool.Pool // nil with SchedulerDirect
+	opts  Options
+	dir   string
+	popts *pebble.Options // Pebble's, defaults filled in
+	pdb   *pebble.DB
+	pool  *readpool.Pool // nil with SchedulerDirect
 	// groups are the store's resource groups; sched schedules by them
 	// when resource control is on (nil otherwise).
 	groups *resource.Manager
@@ -69,9 +73,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 	o.ensureDefaults()
 
 	events := eventListener(o.Logger)
-	po := &pebble.Options{Logger: pebbleLogger{o.Logger}, EventListener: events}
+	po := &pebble.Options{Logger: pebbleLogger{o.Logger}, EventListener: events, ReadOnly: o.ReadOnly}
 	var closers []io.Closer
-	if o.InMemory {
+	if o.fs != nil {
+		po.FS = o.fs
+		if dir == "" {
+			dir = "coopkv"
+		}
+	} else if o.InMemory {
 		po.FS = vfs.NewMem()
 		if dir == "" {
 			dir = "coopkv"
@@ -106,18 +115,44 @@ func Open(dir string, opts *Options) (*DB, error) {
 	// itself Pebble picks its oldest). An existing one keeps its format:
 	// raising it is a one-way step (an older Pebble could no longer open
 	// the store) that is not Open's to take.
-	if desc, err := pebble.Peek(dir, po.FS); err != nil || !desc.Exists {
+	desc, err := pebble.Peek(dir, po.FS)
+	if err != nil || !desc.Exists {
 		po.FormatMajorVersion = pebble.FormatNewest
 	}
-
-	pdb, err := pebble.Open(dir, po)
-	if err != nil {
-		for _, c := range closers {
-			_ = c.Close()
+	if o.ReadOnly && (errors.Is(err, os.ErrNotExist) || err == nil && !desc.Exists) {
+		// Pebble would create an empty store in memory and then fail to
+		// find its manifest; say what is wrong instead.
+		err = fmt.Errorf("kv: open %s read-only: no store there", dir)
+	} else {
+		var pdb *pebble.DB
+		if pdb, err = pebble.Open(dir, po); err == nil {
+			return finishOpen(dir, o, po, pdb, closers)
 		}
-		return nil, fmt.Errorf("kv: open %s: %w", dir, err)
+		err = fmt.Errorf("kv: open %s: %w", dir, lockErr(err))
 	}
-	db := &DB{opts: o, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, closers: closers, groups: resource.NewManager()}
+	for _, c := range closers {
+		_ = c.Close()
+	}
+	return nil, err
+}
+
+// lockErr turns Pebble's failure to lock the directory — fcntl's EAGAIN or
+// EACCES from another process, Pebble's own message for a second opener in
+// this one — into ErrLocked, keeping Pebble's words.
+func lockErr(err error) error {
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || strings.Contains(err.Error(), "lock held by current process") {
+		return fmt.Errorf("%w (%v)", ErrLocked, err)
+	}
+	return err
+}
+
+// finishOpen builds the store around an open Pebble.
+func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, closers []io.Closer) (*DB, error) {
+	var err error
+	// Check reads table files with the options Pebble runs with.
+	po = po.Clone()
+	po.EnsureDefaults()
+	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, closers: closers, groups: resource.NewManager()}
 	if o.NoSync {
 		db.wopts = pebble.NoSync
 	}
@@ -225,6 +260,19 @@ func (db *DB) enter() error {
 	return nil
 }
 
+// enterWrite is enter for the writes: a read-only store refuses them
+// before Pebble does, with the store's own error.
+func (db *DB) enterWrite() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	if db.opts.ReadOnly {
+		db.mu.RUnlock()
+		return ErrReadOnly
+	}
+	return nil
+}
+
 // closedOr returns ErrClosed after Close, else err: a call's own failure
 // must not hide that the store is closed. Only failure paths call it.
 func (db *DB) closedOr(err error) error {
@@ -243,7 +291,7 @@ func (db *DB) Set(key, value []byte) error {
 	if len(key) == 0 {
 		return db.closedOr(ErrEmptyKey)
 	}
-	if err := db.enter(); err != nil {
+	if err := db.enterWrite(); err != nil {
 		return err
 	}
 	defer db.mu.RUnlock()
@@ -259,7 +307,7 @@ func (db *DB) Delete(key []byte) error {
 	if len(key) == 0 {
 		return db.closedOr(ErrEmptyKey)
 	}
-	if err := db.enter(); err != nil {
+	if err := db.enterWrite(); err != nil {
 		return err
 	}
 	defer db.mu.RUnlock()
@@ -328,7 +376,7 @@ func (b *Batch) Reset() {
 // fails with ErrClosed, whatever b holds. A batch that was given an empty
 // key fails with ErrEmptyKey and writes nothing. Apply leaves b unchanged.
 func (db *DB) Apply(b *Batch) error {
-	if err := db.enter(); err != nil {
+	if err := db.enterWrite(); err != nil {
 		return err
 	}
 	defer db.mu.RUnlock()

@@ -23,6 +23,14 @@ var (
 	// ErrEmptyKey is returned by Set, Delete, Get and Apply for a nil or
 	// empty key.
 	ErrEmptyKey = errors.New("kv: empty key")
+	// ErrReadOnly is returned by Set, Delete and Apply on a store opened
+	// with Options.ReadOnly.
+	ErrReadOnly = errors.New("kv: store is read-only")
+	// ErrLocked is returned (wrapped, naming the directory) by Open when
+	// another process — or another open DB in this one — holds the store.
+	// Pebble allows one opener at a time; Open fails at once rather than
+	// wait for it.
+	ErrLocked = errors.New("kv: store is open elsewhere")
 )
 
 var (

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/coopkv/coopkv/readpool"
 )
 
@@ -56,6 +58,16 @@ type Options struct {
 	// Warn; routine lines ("Found 0 WALs") at Info. nil = warnings and
 	// errors go to slog.Default() (as it is at Open), the rest is dropped.
 	Logger *slog.Logger
+	// ReadOnly opens an existing store for reading only: Set, Delete and
+	// Apply fail with ErrReadOnly, Pebble runs no flush or compaction, and
+	// the store's files are left as they were (kvctl's offline reads and
+	// check use it). A missing store is an error, not created.
+	ReadOnly bool
+
+	// fs replaces the filesystem (a test hook: crash and fault tests open
+	// the store on Pebble's crashable or error-injecting filesystems). It
+	// wins over InMemory and gets no disk-health checks.
+	fs vfs.FS
 }
 
 const (
