@@ -510,6 +510,13 @@ func TestPool_StatsJSON(t *testing.T) {
 	assert.EqualValues(t, 20, st.Completed)
 	assert.EqualValues(t, 20, st.Steps)
 	assert.EqualValues(t, 20, st.StepTime.Count)
+	assert.Positive(t, st.StepTime.Sum)
+	require.NotEmpty(t, st.StepTime.Buckets)
+	last := st.StepTime.Buckets[len(st.StepTime.Buckets)-1]
+	assert.EqualValues(t, 20, last.Count, "every step took less than 17 s")
+	for i := 1; i < len(st.StepTime.Buckets); i++ {
+		assert.LessOrEqual(t, st.StepTime.Buckets[i-1].Count, st.StepTime.Buckets[i].Count, "cumulative")
+	}
 	b, err := json.Marshal(st)
 	require.NoError(t, err)
 	var back map[string]any

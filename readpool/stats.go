@@ -40,17 +40,35 @@ type Stats struct {
 	StepTime  DurationSummary `json:"step_time"`
 }
 
-// DurationSummary is a digest of a latency distribution.
+// DurationSummary is a digest of a latency distribution since the pool
+// started. Buckets let a reader compute quantiles over any window (the
+// difference of two snapshots) and export a real histogram.
 type DurationSummary struct {
 	Count uint64        `json:"count"`
+	Sum   time.Duration `json:"sum_ns"`
 	P50   time.Duration `json:"p50_ns"`
 	P99   time.Duration `json:"p99_ns"`
 	Max   time.Duration `json:"max_ns"`
+	// Buckets are cumulative, at powers of two of nanoseconds from 2^10
+	// (≈1 µs) to 2^34 (≈17 s); observations at or past the last are in
+	// Count only.
+	Buckets []Bucket `json:"buckets"`
+}
+
+// Bucket is one cumulative histogram bucket.
+type Bucket struct {
+	Le    time.Duration `json:"le_ns"` // upper bound (exclusive)
+	Count uint64        `json:"count"` // observations below Le
 }
 
 func summary(h *hist.Histogram) DurationSummary {
 	s := h.Summary()
-	return DurationSummary{Count: s.Count, P50: s.P50, P99: s.P99, Max: s.Max}
+	below := h.Below()
+	b := make([]Bucket, len(below))
+	for i, n := range below {
+		b[i] = Bucket{Le: hist.PowerOfTwoBounds[i], Count: n}
+	}
+	return DurationSummary{Count: s.Count, Sum: s.Sum, P50: s.P50, P99: s.P99, Max: s.Max, Buckets: b}
 }
 
 // Stats returns a snapshot. Counters are read one by one, so a snapshot

@@ -22,6 +22,7 @@ const (
 type Histogram struct {
 	counts [nBuckets]atomic.Uint64
 	max    atomic.Int64
+	sum    atomic.Int64 // nanoseconds, for Prometheus's _sum
 }
 
 func bucket(v uint64) int {
@@ -49,6 +50,7 @@ func (h *Histogram) Record(d time.Duration) {
 		d = 0
 	}
 	h.counts[bucket(uint64(d))].Add(1)
+	h.sum.Add(int64(d))
 	for {
 		m := h.max.Load()
 		if int64(d) <= m || h.max.CompareAndSwap(m, int64(d)) {
@@ -60,6 +62,7 @@ func (h *Histogram) Record(d time.Duration) {
 // Summary is a point-in-time digest of a histogram.
 type Summary struct {
 	Count uint64        `json:"count"`
+	Sum   time.Duration `json:"sum_ns"`
 	P50   time.Duration `json:"p50_ns"`
 	P99   time.Duration `json:"p99_ns"`
 	Max   time.Duration `json:"max_ns"`
@@ -72,6 +75,7 @@ func (h *Histogram) Merge(o *Histogram) {
 			h.counts[i].Add(c)
 		}
 	}
+	h.sum.Add(o.sum.Load())
 	if m := o.max.Load(); m > h.max.Load() {
 		h.max.Store(m)
 	}
@@ -85,7 +89,7 @@ func (h *Histogram) Summary() Summary {
 		counts[i] = h.counts[i].Load()
 		total += counts[i]
 	}
-	s := Summary{Count: total, Max: time.Duration(h.max.Load())}
+	s := Summary{Count: total, Sum: time.Duration(h.sum.Load()), Max: time.Duration(h.max.Load())}
 	if total == 0 {
 		return s
 	}
@@ -111,4 +115,35 @@ func quantile(counts *[nBuckets]uint64, total uint64, q float64, max time.Durati
 		}
 	}
 	return max
+}
+
+// PowerOfTwoBounds are the bounds Below reports: 2^10 ns (≈1 µs) to 2^34 ns
+// (≈17 s). Each is a bucket boundary, so the counts below them are exact.
+var PowerOfTwoBounds = func() []time.Duration {
+	var b []time.Duration
+	for n := 10; n <= 34; n++ {
+		b = append(b, time.Duration(1)<<n)
+	}
+	return b
+}()
+
+// Below returns, for each of PowerOfTwoBounds, how many observations were
+// below it (cumulative, as Prometheus histograms count).
+func (h *Histogram) Below() []uint64 {
+	out := make([]uint64, len(PowerOfTwoBounds))
+	var seen uint64
+	b := 0
+	for i := range h.counts {
+		// Bucket i holds values up to upper(i); once that reaches a bound,
+		// every value below the bound has been seen.
+		for b < len(out) && upper(i) >= uint64(PowerOfTwoBounds[b]) {
+			out[b] = seen
+			b++
+		}
+		seen += h.counts[i].Load()
+	}
+	for ; b < len(out); b++ {
+		out[b] = seen
+	}
+	return out
 }

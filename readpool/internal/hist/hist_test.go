@@ -64,3 +64,21 @@ func TestRecord_ConcurrentAndMerge(t *testing.T) {
 	var empty Histogram
 	assert.Equal(t, Summary{}, empty.Summary())
 }
+
+func TestBelow_CountsExactlyAtPowerOfTwoBounds(t *testing.T) {
+	var h Histogram
+	for _, d := range []time.Duration{0, 1023, 1024, 1025, 2047, 2048, 5000, time.Second, 40 * time.Second} {
+		h.Record(d)
+	}
+	got := h.Below()
+	require.Len(t, got, len(PowerOfTwoBounds))
+	assert.Equal(t, time.Duration(1024), PowerOfTwoBounds[0])
+	assert.EqualValues(t, 2, got[0], "below 1024 ns: 0 and 1023")
+	assert.EqualValues(t, 5, got[1], "below 2048 ns")
+	assert.EqualValues(t, 6, got[2], "below 4096 ns")
+	assert.EqualValues(t, 7, got[3], "below 8192 ns")
+	assert.EqualValues(t, 8, got[len(got)-1], "below 2^34 ns: all but the 40 s one")
+	s := h.Summary()
+	assert.EqualValues(t, 9, s.Count)
+	assert.Equal(t, 0+1023+1024+1025+2047+2048+5000+time.Second+40*time.Second, s.Sum)
+}
