@@ -63,9 +63,8 @@ type Bucket struct {
 
 func summary(h *hist.Histogram) DurationSummary {
 	s := h.Summary()
-	below := h.Below()
-	b := make([]Bucket, len(below))
-	for i, n := range below {
+	b := make([]Bucket, len(s.Below))
+	for i, n := range s.Below {
 		b[i] = Bucket{Le: hist.PowerOfTwoBounds[i], Count: n}
 	}
 	return DurationSummary{Count: s.Count, Sum: s.Sum, P50: s.P50, P99: s.P99, Max: s.Max, Buckets: b}

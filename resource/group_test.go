@@ -428,5 +428,5 @@ func TestStats_JSON(t *testing.T) {
 
 	b, err = json.Marshal(GroupConfig{Name: "g", RUPerSec: 5, Burstable: true, Priority: PriorityHigh})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"name":"g","ru_per_sec":5,"burstable":true,"priority":16}`, string(b))
+	assert.JSONEq(t, `{"name":"g","ru_per_sec":5,"burstable":true,"priority":"high"}`, string(b))
 }

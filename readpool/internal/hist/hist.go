@@ -66,6 +66,9 @@ type Summary struct {
 	P50   time.Duration `json:"p50_ns"`
 	P99   time.Duration `json:"p99_ns"`
 	Max   time.Duration `json:"max_ns"`
+	// Below counts, for each of PowerOfTwoBounds, the observations below
+	// it; from the same reading as Count, so never more than Count.
+	Below []uint64 `json:"-"`
 }
 
 // Merge adds the counts of o into h (used to combine per-worker histograms).
@@ -89,7 +92,7 @@ func (h *Histogram) Summary() Summary {
 		counts[i] = h.counts[i].Load()
 		total += counts[i]
 	}
-	s := Summary{Count: total, Sum: time.Duration(h.sum.Load()), Max: time.Duration(h.max.Load())}
+	s := Summary{Count: total, Sum: time.Duration(h.sum.Load()), Max: time.Duration(h.max.Load()), Below: below(&counts)}
 	if total == 0 {
 		return s
 	}
@@ -127,20 +130,20 @@ var PowerOfTwoBounds = func() []time.Duration {
 	return b
 }()
 
-// Below returns, for each of PowerOfTwoBounds, how many observations were
-// below it (cumulative, as Prometheus histograms count).
-func (h *Histogram) Below() []uint64 {
+// below returns, for each of PowerOfTwoBounds, how many of counts' values
+// are below it (cumulative, as Prometheus histograms count).
+func below(counts *[nBuckets]uint64) []uint64 {
 	out := make([]uint64, len(PowerOfTwoBounds))
 	var seen uint64
 	b := 0
-	for i := range h.counts {
+	for i, c := range counts {
 		// Bucket i holds values up to upper(i); once that reaches a bound,
 		// every value below the bound has been seen.
 		for b < len(out) && upper(i) >= uint64(PowerOfTwoBounds[b]) {
 			out[b] = seen
 			b++
 		}
-		seen += h.counts[i].Load()
+		seen += c
 	}
 	for ; b < len(out); b++ {
 		out[b] = seen

@@ -62,7 +62,10 @@ func TestRecord_ConcurrentAndMerge(t *testing.T) {
 	assert.EqualValues(t, 4001, s.Count)
 	assert.Equal(t, time.Duration(3999), s.Max)
 	var empty Histogram
-	assert.Equal(t, Summary{}, empty.Summary())
+	es := empty.Summary()
+	assert.Zero(t, es.Count)
+	assert.Zero(t, es.P99)
+	assert.Equal(t, make([]uint64, len(PowerOfTwoBounds)), es.Below)
 }
 
 func TestBelow_CountsExactlyAtPowerOfTwoBounds(t *testing.T) {
@@ -70,7 +73,7 @@ func TestBelow_CountsExactlyAtPowerOfTwoBounds(t *testing.T) {
 	for _, d := range []time.Duration{0, 1023, 1024, 1025, 2047, 2048, 5000, time.Second, 40 * time.Second} {
 		h.Record(d)
 	}
-	got := h.Below()
+	got := h.Summary().Below
 	require.Len(t, got, len(PowerOfTwoBounds))
 	assert.Equal(t, time.Duration(1024), PowerOfTwoBounds[0])
 	assert.EqualValues(t, 2, got[0], "below 1024 ns: 0 and 1023")
