@@ -1,0 +1,212 @@
+// Package admin serves a coopkv store's live figures and its resource
+// groups over HTTP, for kvctl and for Prometheus. It is a package of its
+// own so that kv imports neither net/http handlers nor Prometheus.
+//
+// Handler returns an http.Handler to mount wherever the program likes:
+//
+//	GET    /stats          DB.Stats as JSON
+//	GET    /metrics        Prometheus text format, coopkv_ names
+//	GET    /groups         {"resource_control": bool, "groups": [GroupStats]}
+//	GET    /groups/{name}  one group's GroupStats
+//	PUT    /groups/{name}  a GroupConfig as JSON; answers the config in force
+//	DELETE /groups/{name}  {"deleted": name}
+//
+// Every error is a 4xx with a body {"error": "..."}; bad input never gets
+// a 500. A closed store still answers: /stats says "closed": true.
+//
+// The handler has no authentication of its own: PUT and DELETE change how
+// the store schedules reads. A program that exposes it beyond loopback puts
+// its own authentication in front.
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/resource"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// MaxBodyBytes bounds a request body; a group's config is far smaller.
+const MaxBodyBytes = 64 << 10
+
+// Handler returns the admin handler of db. Its /metrics uses a registry of
+// its own (not Prometheus's global one), so two stores in one process, or
+// two handlers of one store, never collide.
+func Handler(db *kv.DB) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(db))
+	return &handler{
+		db: db,
+		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+			// A failed collection is reported in the body, not as a panic.
+			ErrorHandling: promhttp.ContinueOnError,
+		}),
+	}
+}
+
+type handler struct {
+	db      *kv.DB
+	metrics http.Handler
+}
+
+// groupsList is the body of GET /groups.
+type groupsList struct {
+	// ResourceControl says whether the groups schedule reads; without it
+	// they are kept (and may be configured) but every read runs by MLFQ
+	// level or as the scheduler says.
+	ResourceControl bool                  `json:"resource_control"`
+	Groups          []resource.GroupStats `json:"groups"`
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case path == "/stats":
+		if allow(w, r, http.MethodGet) {
+			writeJSON(w, http.StatusOK, h.db.Stats())
+		}
+	case path == "/metrics":
+		if allow(w, r, http.MethodGet) {
+			h.metrics.ServeHTTP(w, r)
+		}
+	case path == "/groups" || path == "/groups/":
+		if allow(w, r, http.MethodGet) {
+			gs := h.db.ResourceGroups().Stats()
+			if gs == nil {
+				gs = []resource.GroupStats{}
+			}
+			writeJSON(w, http.StatusOK, groupsList{ResourceControl: h.db.Options().ResourceControl, Groups: gs})
+		}
+	case strings.HasPrefix(path, "/groups/"):
+		h.group(w, r, strings.TrimPrefix(path, "/groups/"))
+	default:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %q; try /stats, /metrics or /groups", path))
+	}
+}
+
+// group serves /groups/{name}.
+func (h *handler) group(w http.ResponseWriter, r *http.Request, name string) {
+	m := h.db.ResourceGroups()
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		for _, g := range m.Stats() {
+			if g.Name == name {
+				writeJSON(w, http.StatusOK, g)
+				return
+			}
+		}
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no group %q", name))
+	case http.MethodPut:
+		cfg, err := decodeConfig(w, r, name)
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is larger than %d bytes", tooBig.Limit))
+				return
+			}
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if err := m.Put(cfg); err != nil {
+			code := http.StatusBadRequest
+			if errors.Is(err, resource.ErrTooManyGroups) {
+				code = http.StatusConflict
+			}
+			writeError(w, code, err.Error())
+			return
+		}
+		got, ok := m.Get(name)
+		if !ok { // deleted between Put and Get by another request
+			writeError(w, http.StatusConflict, fmt.Sprintf("group %q was deleted while it was being set", name))
+			return
+		}
+		writeJSON(w, http.StatusOK, got)
+	case http.MethodDelete:
+		switch err := m.Delete(name); {
+		case err == nil:
+			writeJSON(w, http.StatusOK, map[string]string{"deleted": name})
+		case errors.Is(err, resource.ErrNoGroup):
+			writeError(w, http.StatusNotFound, err.Error())
+		case errors.Is(err, resource.ErrDefaultGroup):
+			writeError(w, http.StatusConflict, err.Error())
+		default:
+			writeError(w, http.StatusBadRequest, err.Error())
+		}
+	default:
+		methodNotAllowed(w, r, http.MethodGet, http.MethodPut, http.MethodDelete)
+	}
+}
+
+// decodeConfig reads a PUT body: one GroupConfig, no unknown fields, no
+// trailing data, its name (if given) the path's.
+func decodeConfig(w http.ResponseWriter, r *http.Request, name string) (resource.GroupConfig, error) {
+	var cfg resource.GroupConfig
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return cfg, errors.New(`empty body; want a group config such as {"ru_per_sec": 1000, "burstable": true, "priority": "medium"}`)
+		}
+		return cfg, fmt.Errorf("bad group config: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return cfg, err
+		}
+		return cfg, errors.New("bad group config: data after the JSON object")
+	}
+	switch {
+	case cfg.Name == "":
+		cfg.Name = name
+	case cfg.Name != name:
+		return cfg, fmt.Errorf("body names group %q but the path names %q", cfg.Name, name)
+	}
+	return cfg, nil
+}
+
+// allow reports whether r's method is one of methods (HEAD counts as GET),
+// answering 405 if not.
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m || r.Method == http.MethodHead && m == http.MethodGet {
+			return true
+		}
+	}
+	methodNotAllowed(w, r, methods...)
+	return false
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, methods ...string) {
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(methods, ", ")))
+}
+
+// errorBody is every error's body.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		// Only a bug in a figure's type (e.g. a NaN float) gets here.
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Error: "encoding the answer: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}

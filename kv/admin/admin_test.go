@@ -1,0 +1,335 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/resource"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// openDB opens an in-memory store with keys k000..k999, closed by the test.
+func openDB(t *testing.T, opts kv.Options) *kv.DB {
+	t.Helper()
+	opts.InMemory = true
+	db, err := kv.Open("", &opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	b := db.NewBatch()
+	for i := range 1000 {
+		b.Set(fmt.Appendf(nil, "k%03d", i), []byte("value"))
+	}
+	require.NoError(t, db.Apply(b))
+	return db
+}
+
+// load runs Gets and scans until the test ends, so figures move.
+func load(t *testing.T, db *kv.DB) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if i%2 == 0 {
+					_, _ = db.Get(ctx, []byte("k042"))
+					continue
+				}
+				it := db.Scan(ctx, nil, nil, nil)
+				for range it.All() {
+				}
+				_ = it.Close()
+			}
+		})
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+type reply struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func do(t *testing.T, h http.Handler, method, path, body string) reply {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, r))
+	return reply{rec.Code, rec.Header(), rec.Body.Bytes()}
+}
+
+// errorOf asserts rep is a JSON error with the code and returns its text.
+func errorOf(t *testing.T, rep reply, code int) string {
+	t.Helper()
+	assert.Equal(t, code, rep.code, "body: %s", rep.body)
+	assert.Equal(t, "application/json", rep.header.Get("Content-Type"))
+	var e struct{ Error string }
+	require.NoError(t, json.Unmarshal(rep.body, &e), "body: %s", rep.body)
+	assert.NotEmpty(t, e.Error)
+	return e.Error
+}
+
+func TestStats(t *testing.T) {
+	db := openDB(t, kv.Options{})
+	h := Handler(db)
+	_, err := db.Get(context.Background(), []byte("k001"))
+	require.NoError(t, err)
+
+	rep := do(t, h, http.MethodGet, "/stats", "")
+	require.Equal(t, http.StatusOK, rep.code)
+	assert.Equal(t, "application/json", rep.header.Get("Content-Type"))
+	var s kv.Stats
+	require.NoError(t, json.Unmarshal(rep.body, &s))
+	assert.Equal(t, kv.SchedulerMLFQ, s.Scheduler)
+	require.NotNil(t, s.Pool)
+	assert.Equal(t, db.Options().Workers, s.Pool.Workers)
+	assert.GreaterOrEqual(t, s.Pool.Completed, int64(1))
+	assert.Equal(t, "mlfq", s.Pool.Queue.Kind)
+	assert.NotEmpty(t, s.Pool.QueueWait.Buckets)
+	assert.NotEmpty(t, s.Storage.Levels)
+
+	errorOf(t, do(t, h, http.MethodPost, "/stats", "{}"), http.StatusMethodNotAllowed)
+	assert.Equal(t, http.StatusOK, do(t, h, http.MethodHead, "/stats", "").code)
+}
+
+func TestStats_ClosedStore(t *testing.T) {
+	db, err := kv.Open("", &kv.Options{InMemory: true})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	rep := do(t, Handler(db), http.MethodGet, "/stats", "")
+	require.Equal(t, http.StatusOK, rep.code)
+	var s kv.Stats
+	require.NoError(t, json.Unmarshal(rep.body, &s))
+	assert.True(t, s.Closed)
+	assert.Equal(t, http.StatusOK, do(t, Handler(db), http.MethodGet, "/metrics", "").code)
+}
+
+func TestUnknownPathAndMethods(t *testing.T) {
+	h := Handler(openDB(t, kv.Options{}))
+	assert.Contains(t, errorOf(t, do(t, h, http.MethodGet, "/nope", ""), http.StatusNotFound), "/nope")
+	rep := do(t, h, http.MethodPatch, "/groups/g", "{}")
+	errorOf(t, rep, http.StatusMethodNotAllowed)
+	assert.Equal(t, "GET, PUT, DELETE", rep.header.Get("Allow"))
+	rep = do(t, h, http.MethodDelete, "/groups", "")
+	errorOf(t, rep, http.StatusMethodNotAllowed)
+	assert.Equal(t, "GET", rep.header.Get("Allow"))
+	errorOf(t, do(t, h, http.MethodPut, "/metrics", ""), http.StatusMethodNotAllowed)
+}
+
+func TestGroups_PutGetDelete(t *testing.T) {
+	db := openDB(t, kv.Options{ResourceControl: true})
+	h := Handler(db)
+
+	rep := do(t, h, http.MethodPut, "/groups/batch", `{"ru_per_sec": 300, "burstable": true, "priority": "low"}`)
+	require.Equal(t, http.StatusOK, rep.code, "body: %s", rep.body)
+	var cfg resource.GroupConfig
+	require.NoError(t, json.Unmarshal(rep.body, &cfg))
+	assert.Equal(t, resource.GroupConfig{Name: "batch", RUPerSec: 300, Burstable: true, Priority: resource.PriorityLow}, cfg)
+	got, ok := db.ResourceGroups().Get("batch")
+	require.True(t, ok)
+	assert.Equal(t, cfg, got)
+
+	// A name in the body must match the path; priority defaults to medium.
+	rep = do(t, h, http.MethodPut, "/groups/oltp", `{"name": "oltp", "ru_per_sec": 50}`)
+	require.Equal(t, http.StatusOK, rep.code, "body: %s", rep.body)
+	require.NoError(t, json.Unmarshal(rep.body, &cfg))
+	assert.Equal(t, resource.PriorityMedium, cfg.Priority)
+
+	// Reads in the group show up in its figures.
+	ctx := kv.WithResourceGroup(context.Background(), "batch")
+	_, err := db.Get(ctx, []byte("k007"))
+	require.NoError(t, err)
+
+	rep = do(t, h, http.MethodGet, "/groups", "")
+	require.Equal(t, http.StatusOK, rep.code)
+	var list struct {
+		ResourceControl bool                  `json:"resource_control"`
+		Groups          []resource.GroupStats `json:"groups"`
+	}
+	require.NoError(t, json.Unmarshal(rep.body, &list))
+	assert.True(t, list.ResourceControl)
+	names := map[string]resource.GroupStats{}
+	for _, g := range list.Groups {
+		names[g.Name] = g
+	}
+	require.Contains(t, names, "batch")
+	require.Contains(t, names, "oltp")
+	require.Contains(t, names, resource.DefaultGroup)
+	assert.Equal(t, "low", names["batch"].Priority)
+	assert.Greater(t, names["batch"].RU, 0.0)
+
+	rep = do(t, h, http.MethodGet, "/groups/batch", "")
+	require.Equal(t, http.StatusOK, rep.code)
+	var one resource.GroupStats
+	require.NoError(t, json.Unmarshal(rep.body, &one))
+	assert.Equal(t, 300.0, one.RUPerSec)
+
+	rep = do(t, h, http.MethodDelete, "/groups/batch", "")
+	require.Equal(t, http.StatusOK, rep.code)
+	assert.JSONEq(t, `{"deleted": "batch"}`, string(rep.body))
+	_, ok = db.ResourceGroups().Get("batch")
+	assert.False(t, ok)
+
+	assert.Contains(t, errorOf(t, do(t, h, http.MethodDelete, "/groups/batch", ""), http.StatusNotFound), "batch")
+	errorOf(t, do(t, h, http.MethodGet, "/groups/batch", ""), http.StatusNotFound)
+	assert.Contains(t, errorOf(t, do(t, h, http.MethodDelete, "/groups/default", ""), http.StatusConflict), "default")
+}
+
+func TestGroups_WithoutResourceControl(t *testing.T) {
+	h := Handler(openDB(t, kv.Options{}))
+	rep := do(t, h, http.MethodGet, "/groups", "")
+	require.Equal(t, http.StatusOK, rep.code)
+	assert.Contains(t, string(rep.body), `"resource_control": false`)
+	assert.Contains(t, string(rep.body), `"name": "default"`)
+}
+
+func TestGroups_BadInput(t *testing.T) {
+	db := openDB(t, kv.Options{ResourceControl: true})
+	h := Handler(db)
+	for _, tc := range []struct {
+		name, path, body string
+		code             int
+		want             string
+	}{
+		{"unknown field", "/groups/g", `{"ru_per_sec": 1, "weight": 2}`, 400, "weight"},
+		{"negative RU", "/groups/g", `{"ru_per_sec": -5}`, 400, "RUPerSec"},
+		{"huge RU", "/groups/g", `{"ru_per_sec": 1e300}`, 400, "RUPerSec"},
+		{"bad priority name", "/groups/g", `{"priority": "urgent"}`, 400, "urgent"},
+		{"bad priority number", "/groups/g", `{"priority": 3}`, 400, "riority"},
+		{"wrong type", "/groups/g", `{"ru_per_sec": "lots"}`, 400, "ru_per_sec"},
+		{"not JSON", "/groups/g", `ru=5`, 400, "bad group config"},
+		{"empty body", "/groups/g", ``, 400, "empty body"},
+		{"two objects", "/groups/g", `{"ru_per_sec": 1} {"ru_per_sec": 2}`, 400, "after the JSON object"},
+		{"array", "/groups/g", `[1]`, 400, "bad group config"},
+		{"name mismatch", "/groups/g", `{"name": "h"}`, 400, `"h"`},
+		{"empty name", "/groups/", `{"ru_per_sec": 1}`, 405, "PUT"},
+		{"unprintable name", "/groups/a%01b", `{}`, 400, "printable"},
+		{"long name", "/groups/" + strings.Repeat("x", resource.MaxNameLen+1), `{}`, 400, "Name"},
+		{"too big", "/groups/g", `{"name": "` + strings.Repeat("g", MaxBodyBytes) + `"}`, 413, "larger"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := errorOf(t, do(t, h, http.MethodPut, tc.path, tc.body), tc.code)
+			assert.Contains(t, msg, tc.want)
+		})
+	}
+	_, ok := db.ResourceGroups().Get("g")
+	assert.False(t, ok, "no bad request may create a group")
+}
+
+func TestMetrics_ParseUnderLoad(t *testing.T) {
+	db := openDB(t, kv.Options{ResourceControl: true, RowCacheSize: 1 << 20})
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "batch", RUPerSec: 100, Burstable: true}))
+	load(t, db)
+	_, err := db.Get(kv.WithResourceGroup(context.Background(), "batch"), []byte("k001"))
+	require.NoError(t, err)
+	h := Handler(db)
+
+	rep := do(t, h, http.MethodGet, "/metrics", "")
+	require.Equal(t, http.StatusOK, rep.code)
+	assert.Contains(t, rep.header.Get("Content-Type"), "text/plain")
+	fams, err := parseMetrics(rep.body)
+	require.NoError(t, err, "metrics must parse:\n%s", rep.body)
+
+	for name, typ := range map[string]dto.MetricType{
+		"coopkv_pool_workers":                  dto.MetricType_GAUGE,
+		"coopkv_pool_busy_workers":             dto.MetricType_GAUGE,
+		"coopkv_pool_extra_workers":            dto.MetricType_GAUGE,
+		"coopkv_pool_tasks_total":              dto.MetricType_COUNTER,
+		"coopkv_pool_steps_total":              dto.MetricType_COUNTER,
+		"coopkv_pool_level_queued_tasks":       dto.MetricType_GAUGE,
+		"coopkv_pool_level_step_seconds_total": dto.MetricType_COUNTER,
+		"coopkv_pool_queue_wait_seconds":       dto.MetricType_HISTOGRAM,
+		"coopkv_pool_step_duration_seconds":    dto.MetricType_HISTOGRAM,
+		"coopkv_group_ru_total":                dto.MetricType_COUNTER,
+		"coopkv_group_throttled_seconds_total": dto.MetricType_COUNTER,
+		"coopkv_row_cache_hits_total":          dto.MetricType_COUNTER,
+		"coopkv_row_cache_misses_total":        dto.MetricType_COUNTER,
+		"coopkv_storage_disk_bytes":            dto.MetricType_GAUGE,
+	} {
+		f, ok := fams[name]
+		if assert.True(t, ok, "missing %s", name) {
+			assert.Equal(t, typ, f.GetType(), name)
+		}
+	}
+	assert.Equal(t, float64(db.Options().Workers), fams["coopkv_pool_workers"].Metric[0].GetGauge().GetValue())
+
+	// The step histogram is a real one: cumulative buckets in seconds, a
+	// count no smaller than any bucket, a positive sum.
+	hm := fams["coopkv_pool_step_duration_seconds"].Metric[0].GetHistogram()
+	require.NotEmpty(t, hm.Bucket)
+	assert.Greater(t, hm.GetSampleCount(), uint64(0))
+	assert.Greater(t, hm.GetSampleSum(), 0.0)
+	assert.InDelta(t, 1024e-9, hm.Bucket[0].GetUpperBound(), 1e-12)
+	prev := uint64(0)
+	for _, b := range hm.Bucket {
+		assert.GreaterOrEqual(t, b.GetCumulativeCount(), prev)
+		prev = b.GetCumulativeCount()
+	}
+	assert.LessOrEqual(t, prev, hm.GetSampleCount())
+
+	groups := map[string]float64{}
+	for _, m := range fams["coopkv_group_ru_total"].Metric {
+		groups[m.Label[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	assert.Greater(t, groups["batch"], 0.0)
+	assert.Greater(t, groups["default"], 0.0, "the load runs in the default group")
+
+	outcomes := map[string]float64{}
+	for _, m := range fams["coopkv_pool_tasks_total"].Metric {
+		outcomes[m.Label[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	assert.Greater(t, outcomes["completed"], 0.0)
+	for _, o := range []string{"spawned", "inline", "cancelled", "dropped", "panicked", "rejected_busy"} {
+		assert.Contains(t, outcomes, o)
+	}
+}
+
+func TestMetrics_DirectHasNoPool(t *testing.T) {
+	rep := do(t, Handler(openDB(t, kv.Options{Scheduler: kv.SchedulerDirect})), http.MethodGet, "/metrics", "")
+	require.Equal(t, http.StatusOK, rep.code)
+	fams, err := parseMetrics(rep.body)
+	require.NoError(t, err)
+	assert.NotContains(t, fams, "coopkv_pool_workers")
+	assert.Contains(t, fams, "coopkv_storage_disk_bytes")
+}
+
+func TestTwoHandlersOneProcess(t *testing.T) {
+	// Each handler has its own registry: no duplicate-registration panic.
+	a, b := Handler(openDB(t, kv.Options{})), Handler(openDB(t, kv.Options{}))
+	assert.Equal(t, http.StatusOK, do(t, a, http.MethodGet, "/metrics", "").code)
+	assert.Equal(t, http.StatusOK, do(t, b, http.MethodGet, "/metrics", "").code)
+}
+
+func TestMountedUnderPrefix(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/admin/", http.StripPrefix("/admin", Handler(openDB(t, kv.Options{}))))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/admin/stats")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+func parseMetrics(b []byte) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(strings.NewReader(string(b)))
+}

@@ -1,0 +1,204 @@
+package admin
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/readpool"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector turns one DB.Stats snapshot per scrape into metrics, so the
+// store keeps no Prometheus state of its own and a scrape costs one Stats
+// call. Names follow Prometheus's conventions: coopkv_ prefix, base units
+// (seconds, bytes), _total for counters; the queue-wait and step-duration
+// histograms are modelled on TiKV's yatp_task_wait_duration and
+// yatp_task_exec_duration.
+type collector struct {
+	db *kv.DB
+
+	workers, busy, parked, extra          *prometheus.Desc
+	tasks                                 *prometheus.Desc // by state: queued, held, running, pending
+	tasksTotal                            *prometheus.Desc // by outcome
+	steps, yields, wakes, long, preempted *prometheus.Desc
+	levelQueued, levelSteps, levelSeconds *prometheus.Desc
+	level0Share, level0Chance             *prometheus.Desc
+	queueWait, stepDuration               *prometheus.Desc
+
+	groupRU, groupRULastSecond, groupThrottled, groupRUPerSec *prometheus.Desc
+	groupTasks, groupRejected                                 *prometheus.Desc
+
+	cacheHits, cacheMisses, cacheEvictions *prometheus.Desc
+	diskBytes, memtableBytes               *prometheus.Desc
+	blockCacheBytes, blockHits, blockMiss  *prometheus.Desc
+	levelTables, levelBytes                *prometheus.Desc
+	resourceControl, closed                *prometheus.Desc
+}
+
+func newCollector(db *kv.DB) *collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("coopkv_"+name, help, labels, nil)
+	}
+	return &collector{
+		db:      db,
+		workers: d("pool_workers", "Read-pool workers."),
+		busy:    d("pool_busy_workers", "Worker slots running a step now."),
+		parked:  d("pool_parked_workers", "Workers asleep with a free slot."),
+		extra:   d("pool_extra_workers", "Temporary workers standing in for workers stuck in a long step."),
+		tasks:   d("pool_tasks", "Read tasks by state now: queued (ready), held (until a later time), running (stepping), pending (waiting for a wake).", "state"),
+		tasksTotal: d("pool_tasks_total", "Read tasks by how they ended or began: spawned, inline (first step on the caller), completed, cancelled, "+
+			"dropped (ended while waiting for a worker), panicked, rejected_busy (refused: pool full).", "outcome"),
+		steps:        d("pool_steps_total", "Steps run."),
+		yields:       d("pool_yields_total", "Steps that ended with the task yielding, to run again."),
+		wakes:        d("pool_wakes_total", "Pending tasks woken."),
+		long:         d("pool_long_steps_total", "Steps that ran far past their slice (a worker was handed off)."),
+		preempted:    d("pool_preempted_steps_total", "Steps cut short at a unit boundary for more urgent work."),
+		levelQueued:  d("pool_level_queued_tasks", "Ready tasks per queue level.", "level"),
+		levelSteps:   d("pool_level_steps_total", "Steps run per queue level.", "level"),
+		levelSeconds: d("pool_level_step_seconds_total", "Step time per queue level.", "level"),
+		level0Share:  d("pool_level0_time_share", "Fraction of step time spent on level 0 so far."),
+		level0Chance: d("pool_level0_target_share", "Share of worker time level 0 is entitled to now, given which levels have work."),
+		queueWait:    d("pool_queue_wait_seconds", "Time a task waited in the queue before each step."),
+		stepDuration: d("pool_step_duration_seconds", "Duration of each step."),
+
+		groupRU:           d("group_ru_total", "Request units a resource group has consumed.", "group"),
+		groupRULastSecond: d("group_ru_last_second", "Request units a resource group consumed over the last second.", "group"),
+		groupThrottled:    d("group_throttled_seconds_total", "Time a resource group's tasks were held by its limit.", "group"),
+		groupRUPerSec:     d("group_ru_per_second_setting", "A resource group's configured RU/s (0 = unlimited).", "group", "priority", "burstable"),
+		groupTasks:        d("group_tasks", "A resource group's tasks by state now: queued, running, held.", "group", "state"),
+		groupRejected:     d("group_rejected_busy_total", "A resource group's reads refused with ErrBusy.", "group"),
+
+		cacheHits:       d("row_cache_hits_total", "Row-cache hits."),
+		cacheMisses:     d("row_cache_misses_total", "Row-cache misses (stale entries count as misses)."),
+		cacheEvictions:  d("row_cache_evictions_total", "Row-cache evictions."),
+		diskBytes:       d("storage_disk_bytes", "Disk space the store uses."),
+		memtableBytes:   d("storage_memtable_bytes", "Bytes in memtables."),
+		blockCacheBytes: d("storage_block_cache_bytes", "Bytes in Pebble's block cache."),
+		blockHits:       d("storage_block_cache_hits_total", "Block-cache hits."),
+		blockMiss:       d("storage_block_cache_misses_total", "Block-cache misses."),
+		levelTables:     d("storage_level_tables", "Tables per LSM level.", "level"),
+		levelBytes:      d("storage_level_bytes", "Bytes per LSM level.", "level"),
+		resourceControl: d("resource_control_enabled", "1 if reads are scheduled by resource group."),
+		closed:          d("closed", "1 once the store is closed."),
+	}
+}
+
+// Describe sends every metric's description, so the registry can check
+// names once, at registration.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{
+		c.workers, c.busy, c.parked, c.extra, c.tasks, c.tasksTotal,
+		c.steps, c.yields, c.wakes, c.long, c.preempted,
+		c.levelQueued, c.levelSteps, c.levelSeconds, c.level0Share, c.level0Chance,
+		c.queueWait, c.stepDuration,
+		c.groupRU, c.groupRULastSecond, c.groupThrottled, c.groupRUPerSec, c.groupTasks, c.groupRejected,
+		c.cacheHits, c.cacheMisses, c.cacheEvictions,
+		c.diskBytes, c.memtableBytes, c.blockCacheBytes, c.blockHits, c.blockMiss,
+		c.levelTables, c.levelBytes, c.resourceControl, c.closed,
+	} {
+		ch <- d
+	}
+}
+
+// Collect reads one snapshot of the store.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.db.Stats()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge(c.resourceControl, b2f(c.db.Options().ResourceControl))
+	gauge(c.closed, b2f(s.Closed))
+
+	if p := s.Pool; p != nil {
+		gauge(c.workers, float64(p.Workers))
+		gauge(c.busy, float64(p.Busy))
+		gauge(c.parked, float64(p.Parked))
+		gauge(c.extra, float64(p.Extra))
+		for _, st := range []struct {
+			name string
+			n    int
+		}{{"queued", p.Queued}, {"held", p.Held}, {"running", p.Running}, {"pending", p.Pending}} {
+			gauge(c.tasks, float64(st.n), st.name)
+		}
+		for _, o := range []struct {
+			name string
+			n    int64
+		}{
+			{"spawned", p.Spawned}, {"inline", p.Inline}, {"completed", p.Completed}, {"cancelled", p.Cancelled},
+			{"dropped", p.Dropped}, {"panicked", p.Panicked}, {"rejected_busy", p.RejectedBusy},
+		} {
+			counter(c.tasksTotal, float64(o.n), o.name)
+		}
+		counter(c.steps, float64(p.Steps))
+		counter(c.yields, float64(p.Yields))
+		counter(c.wakes, float64(p.Wakes))
+		counter(c.long, float64(p.LongSteps))
+		counter(c.preempted, float64(p.Preempted))
+		for i, l := range p.Queue.Levels {
+			lv := strconv.Itoa(i)
+			gauge(c.levelQueued, float64(l.Queued), lv)
+			counter(c.levelSteps, float64(l.Steps), lv)
+			counter(c.levelSeconds, l.Time.Seconds(), lv)
+		}
+		if p.Queue.Kind == "mlfq" {
+			gauge(c.level0Share, p.Queue.Level0Share)
+			gauge(c.level0Chance, p.Queue.Chance)
+		}
+		ch <- histogram(c.queueWait, p.QueueWait)
+		ch <- histogram(c.stepDuration, p.StepTime)
+	}
+
+	for _, g := range s.Groups {
+		counter(c.groupRU, g.RU, g.Name)
+		gauge(c.groupRULastSecond, g.RULastSecond, g.Name)
+		counter(c.groupThrottled, g.Throttled.Seconds(), g.Name)
+		gauge(c.groupRUPerSec, g.RUPerSec, g.Name, g.Priority, strconv.FormatBool(g.Burstable))
+		gauge(c.groupTasks, float64(g.Queued), g.Name, "queued")
+		gauge(c.groupTasks, float64(g.Running), g.Name, "running")
+		gauge(c.groupTasks, float64(g.Held), g.Name, "held")
+		counter(c.groupRejected, float64(g.RejectedBusy), g.Name)
+	}
+
+	if s.RowCache.Enabled {
+		counter(c.cacheHits, float64(s.RowCache.Hits))
+		counter(c.cacheMisses, float64(s.RowCache.Misses))
+		counter(c.cacheEvictions, float64(s.RowCache.Evictions))
+	}
+	if !s.Closed {
+		st := s.Storage
+		gauge(c.diskBytes, float64(st.DiskBytes))
+		gauge(c.memtableBytes, float64(st.MemtableBytes))
+		gauge(c.blockCacheBytes, float64(st.BlockCacheBytes))
+		counter(c.blockHits, float64(st.BlockCacheHits))
+		counter(c.blockMiss, float64(st.BlockCacheMisses))
+		for _, l := range st.Levels {
+			lv := strconv.Itoa(l.Level)
+			gauge(c.levelTables, float64(l.Tables), lv)
+			gauge(c.levelBytes, float64(l.Bytes), lv)
+		}
+	}
+}
+
+// histogram makes a Prometheus histogram of a pool summary: its buckets
+// are already cumulative, in nanoseconds.
+func histogram(d *prometheus.Desc, s readpool.DurationSummary) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(s.Buckets))
+	count := s.Count
+	for _, b := range s.Buckets {
+		buckets[b.Le.Seconds()] = b.Count
+		// The counters are read one by one; never let +Inf be below a bucket.
+		count = max(count, b.Count)
+	}
+	return prometheus.MustNewConstHistogram(d, count, time.Duration(s.Sum).Seconds(), buckets)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
