@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"os"
 	"strings"
-
-	"github.com/coopkv/coopkv/kv"
+	"sync"
 )
 
 // Random streams of the phases: the same workload gets the same choices on
@@ -23,60 +23,58 @@ const (
 
 // runBench is a whole kvbench run: make and load the store, run each
 // workload on each scheduler (reopening the store for each), then print
-// the table and write the JSON and the plot if asked.
-func runBench(ctx context.Context, cfg *config, out io.Writer) (err error) {
-	prog := newProgress(out, cfg.quiet)
-	dir := cfg.dir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "kvbench-"); err != nil {
+// the table to out and write the JSON and the plot if asked. Progress,
+// notes and the stores' log go to errOut; with --json - the JSON goes to
+// out and the table to errOut.
+//
+// If ctx ends first, the phase running stops there and runBench reports
+// what was measured: the phases done, and the stopped phase's figures so
+// far, marked interrupted. It then returns errInterrupted, wrapping ctx's
+// cause.
+func runBench(ctx context.Context, cfg *config, out, errOut io.Writer) (err error) {
+	errOut = &lockedWriter{w: errOut}
+	st := &stores{cfg: cfg, log: errOut}
+	if cfg.admin != "" {
+		// Before the load, so that a busy port fails the run at once.
+		if st.admin, err = listenAdmin(cfg.admin, errOut); err != nil {
 			return err
 		}
 		defer func() {
-			if rerr := os.RemoveAll(dir); err == nil && rerr != nil {
+			if cerr := st.admin.close(); err == nil && cerr != nil {
+				err = cerr
+			}
+		}()
+		fmt.Fprintf(errOut, "admin endpoint on http://%s (kvctl --addr %[1]s)\n", st.admin.addr())
+	}
+	prog := newProgress(errOut, cfg.quiet)
+	if st.dir = cfg.dir; st.dir == "" {
+		if st.dir, err = os.MkdirTemp("", "kvbench-"); err != nil {
+			return err
+		}
+		defer func() {
+			if rerr := os.RemoveAll(st.dir); err == nil && rerr != nil {
 				err = rerr
 			}
 		}()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	} else if err := os.MkdirAll(st.dir, 0o755); err != nil {
 		return err
 	}
 	prog.printf("kvbench: %d keys of %d bytes in %s, %d workers, seed %d",
-		cfg.keys, cfg.valueSize, dir, cfg.resolvedWorkers(), cfg.seed)
+		cfg.keys, cfg.valueSize, st.dir, cfg.resolvedWorkers(), cfg.seed)
 
-	if err := load(ctx, dir, cfg, prog); err != nil {
+	byRun := make(map[[2]string][]result) // by (workload, scheduler)
+	var stop interruption
+	if err := measure(ctx, st, cfg, prog, byRun); err != nil && !errors.As(err, &stop) {
 		return err
 	}
-	keys := newKeySpace(cfg.keys)
-	byRun := make(map[[2]string][]result) // by (workload, scheduler)
-	var plain []*workload
-	for _, name := range cfg.workloads {
-		if w, _ := lookupWorkload(name); w.groups == nil { // validated
-			plain = append(plain, w)
-		}
-	}
-	if len(plain) > 0 {
-		for _, sched := range cfg.schedulers {
-			if err := runScheduler(ctx, dir, cfg, sched, plain, keys, prog, byRun); err != nil {
-				return err
-			}
-		}
-	}
-	for _, name := range cfg.workloads {
-		if w, _ := lookupWorkload(name); w.groups != nil {
-			rs, err := runGroups(ctx, dir, cfg, w, keys, prog)
-			if err != nil {
-				return err
-			}
-			byRun[[2]string{name, groupsScheduler}] = rs
-		}
-	}
-
 	rep := &report{
-		Workload:  strings.Join(cfg.workloads, ","),
-		Keys:      cfg.keys,
-		ValueSize: cfg.valueSize,
-		Workers:   cfg.resolvedWorkers(),
-		DurationS: cfg.duration.Seconds(),
-		Results:   []result{},
+		Workload:    strings.Join(cfg.workloads, ","),
+		Keys:        cfg.keys,
+		ValueSize:   cfg.valueSize,
+		Workers:     cfg.resolvedWorkers(),
+		DurationS:   cfg.duration.Seconds(),
+		Results:     []result{},
+		Interrupted: stop.phase != "",
 	}
 	for _, name := range cfg.workloads {
 		if w, _ := lookupWorkload(name); w.groups != nil {
@@ -87,22 +85,84 @@ func runBench(ctx context.Context, cfg *config, out io.Writer) (err error) {
 			rep.Results = append(rep.Results, byRun[[2]string{name, s}]...)
 		}
 	}
-	if err := writeTable(out, rep); err != nil {
+	if err := writeResults(cfg, rep, stop, context.Cause(ctx), out, errOut); err != nil {
 		return err
 	}
-	if err := writeComparisons(out, rep); err != nil {
+	if rep.Interrupted {
+		return fmt.Errorf("%w by %w during %s", errInterrupted, context.Cause(ctx), stop.phase)
+	}
+	return nil
+}
+
+// measure loads the store and runs the workloads, leaving their results in
+// byRun. It returns an interruption if ctx ends first.
+func measure(ctx context.Context, st *stores, cfg *config, prog *progress, byRun map[[2]string][]result) error {
+	if err := load(ctx, st, cfg, prog); err != nil {
 		return err
 	}
-	if err := writeGroupSummaries(out, rep); err != nil {
+	keys := newKeySpace(cfg.keys)
+	var plain []*workload
+	for _, name := range cfg.workloads {
+		if w, _ := lookupWorkload(name); w.groups == nil { // validated
+			plain = append(plain, w)
+		}
+	}
+	if len(plain) > 0 {
+		for _, sched := range cfg.schedulers {
+			if err := runScheduler(ctx, st, cfg, sched, plain, keys, prog, byRun); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range cfg.workloads {
+		if w, _ := lookupWorkload(name); w.groups != nil {
+			rs, err := runGroups(ctx, st, cfg, w, keys, prog)
+			byRun[[2]string{name, groupsScheduler}] = rs
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeResults prints rep — the table, the lines under it, and, if the
+// run was interrupted, where and by what (cause) — and writes the JSON and
+// the plot if asked.
+func writeResults(cfg *config, rep *report, stop interruption, cause error, out, errOut io.Writer) error {
+	tableOut := out
+	if cfg.jsonPath == jsonStdout {
+		tableOut = errOut // stdout is the JSON's
+	}
+	if err := writeTable(tableOut, rep); err != nil {
 		return err
 	}
-	if cfg.jsonPath != "" {
+	if err := writeComparisons(tableOut, rep); err != nil {
+		return err
+	}
+	if err := writeGroupSummaries(tableOut, rep); err != nil {
+		return err
+	}
+	if rep.Interrupted {
+		if err := writeInterruption(tableOut, stop, cause); err != nil {
+			return err
+		}
+	}
+	switch cfg.jsonPath {
+	case "":
+	case jsonStdout:
+		if err := encodeJSON(out, rep); err != nil {
+			return fmt.Errorf("--json -: %w", err)
+		}
+	default:
 		if err := writeJSON(cfg.jsonPath, rep); err != nil {
 			return err
 		}
 	}
 	if cfg.plotPath != "" {
-		if err := writePlot(cfg.plotPath, rep); err != nil {
+		if rep.Interrupted && len(plotPanels(rep)) == 0 {
+			fmt.Fprintf(errOut, "kvbench: --plot %s: nothing measured, no plot written\n", cfg.plotPath)
+		} else if err := writePlot(cfg.plotPath, rep); err != nil {
 			return err
 		}
 	}
@@ -110,42 +170,60 @@ func runBench(ctx context.Context, cfg *config, out io.Writer) (err error) {
 }
 
 // runScheduler opens the store with scheduler sched and runs each of
-// workloads on it: a warm-up, then the measured phase.
-func runScheduler(ctx context.Context, dir string, cfg *config, sched string, workloads []*workload,
+// workloads on it: a warm-up, then the measured phase. It returns an
+// interruption if ctx ends first, after recording the figures of the
+// measured phase it stopped, if any.
+func runScheduler(ctx context.Context, st *stores, cfg *config, sched string, workloads []*workload,
 	keys *keySpace, prog *progress, byRun map[[2]string][]result) (err error) {
-	db, err := kv.Open(dir, storeOptions(cfg, sched))
+	db, err := st.open(st.options(sched))
 	if err != nil {
 		return fmt.Errorf("%s: %w", sched, err)
 	}
 	defer func() {
-		if cerr := db.Close(); err == nil && cerr != nil {
+		if cerr := st.close(db); err == nil && cerr != nil {
 			err = fmt.Errorf("%s: %w", sched, cerr)
 		}
 	}()
 	for _, w := range workloads {
 		name := w.name
+		label := sched + " " + name
 		stream := func(phase uint64) uint64 { return newRand(cfg.seed, nameStream(name), phase).Uint64() }
 		if cfg.warmup > 0 {
-			stop := prog.timed(sched+" "+name+" warm-up", cfg.warmup)
+			stop := prog.timed(label+" warm-up", cfg.warmup)
 			runPhase(ctx, db, w.clients(&env{db: db, cfg: cfg, keys: keys, seed: stream(streamWarmup)}), cfg.warmup)
 			stop()
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return interruption{phase: label + " warm-up"}
 		}
-		stop := prog.timed(sched+" "+name, cfg.duration)
+		stop := prog.timed(label, cfg.duration)
 		ph := runPhase(ctx, db, w.clients(&env{db: db, cfg: cfg, keys: keys, seed: stream(streamMeasure)}), cfg.duration)
 		stop()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		rec := ph.merged()
 		for _, c := range w.classes {
-			byRun[[2]string{name, sched}] = append(byRun[[2]string{name, sched}],
-				newResult(name, sched, c, "", rec.summarize(c, ph.elapsed)))
+			r := newResult(name, sched, c, "", rec.summarize(c, ph.elapsed))
+			r.Interrupted = ph.interrupted
+			byRun[[2]string{name, sched}] = append(byRun[[2]string{name, sched}], r)
+		}
+		if ctx.Err() != nil {
+			return interruption{phase: label, elapsed: ph.elapsed, of: cfg.duration}
 		}
 	}
 	return nil
+}
+
+// lockedWriter serializes the writes to w: a run's stderr gets progress
+// from the run's goroutines, the stores' log from Pebble's and the admin
+// server's errors from net/http's.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (lw *lockedWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.Write(p)
 }
 
 // nameStream is the random stream of the workload called name.

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,12 +24,12 @@ var tinyArgs = []string{
 }
 
 // runTiny runs kvbench with tinyArgs and args, writing JSON, and returns
-// the report it wrote and what it printed.
+// the report it wrote and what it printed to stdout.
 func runTiny(t *testing.T, args ...string) (*report, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "out.json")
-	out, err := execute(t, append(append(slices.Clone(tinyArgs), "--json", path), args...)...)
-	require.NoError(t, err, out)
+	out, errOut, err := execute(t, append(append(slices.Clone(tinyArgs), "--json", path), args...)...)
+	require.NoError(t, err, errOut)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var rep report
@@ -77,9 +81,9 @@ func TestRun_EveryWorkloadOnEveryScheduler(t *testing.T) {
 func TestRun_JSONAndPlot(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, plotPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "latency.png")
-	out, err := execute(t, append(slices.Clone(tinyArgs),
+	out, errOut, err := execute(t, append(slices.Clone(tinyArgs),
 		"--workload", "noisy,ycsb-a", "--schedulers", "mlfq,direct", "--json", jsonPath, "--plot", plotPath)...)
-	require.NoError(t, err, out)
+	require.NoError(t, err, errOut)
 
 	b, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
@@ -139,21 +143,44 @@ func TestRun_JSONAndPlot(t *testing.T) {
 	}
 }
 
-// TestRun_Output checks the progress lines (stdout is not a terminal
-// here), and that -q leaves only the table.
+// TestRun_Output checks that the progress lines (stderr is not a
+// terminal here) go to stderr, and only the results to stdout; and that
+// -q leaves stderr empty.
 func TestRun_Output(t *testing.T) {
-	args := []string{"--workload", "get", "--schedulers", "fifo"}
-	_, out := runTiny(t, args...)
+	args := append(slices.Clone(tinyArgs), "--workload", "get", "--schedulers", "fifo")
+	out, errOut, err := execute(t, args...)
+	require.NoError(t, err, errOut)
 	for _, line := range []string{"load: 2000 keys", "fifo get warm-up: 50ms", "fifo get: 200ms"} {
-		assert.Contains(t, out, line+"\n")
+		assert.Contains(t, errOut, line+"\n")
 	}
-	assert.Contains(t, out, "seed 1")
-
-	_, out = runTiny(t, append(args, "-q")...)
+	assert.Contains(t, errOut, "seed 1")
+	assert.NotContains(t, errOut, "workload")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 2, out)
 	assert.Equal(t, []string{"workload", "scheduler", "class", "ops/s", "p50", "p99", "p99.9", "max", "errors"},
 		strings.Fields(lines[0]))
+	assert.Equal(t, []string{"get", "fifo", "get"}, strings.Fields(lines[1])[:3])
+
+	quietOut, errOut, err := execute(t, append(args, "-q")...)
+	require.NoError(t, err, errOut)
+	assert.Empty(t, errOut)
+	assert.Len(t, strings.Split(strings.TrimSpace(quietOut), "\n"), 2, quietOut)
+}
+
+// TestRun_JSONToStdout checks that --json - writes the JSON alone to
+// stdout, and the table to stderr.
+func TestRun_JSONToStdout(t *testing.T) {
+	out, errOut, err := execute(t, append(slices.Clone(tinyArgs),
+		"--workload", "get", "--schedulers", "direct", "--json", "-", "-q")...)
+	require.NoError(t, err, errOut)
+	var rep report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), "stdout is the JSON and nothing else:\n%s", out)
+	require.Len(t, rep.Results, 1)
+	assert.Equal(t, "direct", rep.Results[0].Scheduler)
+	assert.Positive(t, rep.Results[0].Ops)
+	assert.False(t, rep.Interrupted)
+	assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s`, errOut, "the table goes to stderr")
+	assert.Regexp(t, `(?m)^get +direct +get +\d+ `, errOut)
 }
 
 // TestRun_Dirs checks that a run's temporary store is removed and a
@@ -180,10 +207,94 @@ func TestRun_Dirs(t *testing.T) {
 func TestRun_UsageErrorRunsNothing(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	out, err := execute(t, "--workload", "nope")
+	out, errOut, err := execute(t, "--workload", "nope")
 	require.Error(t, err)
 	assert.Equal(t, 2, exitStatus(err))
-	assert.Empty(t, out, "no usage dump, nothing run (main prints the one-line error)")
+	assert.Empty(t, out, "nothing run")
+	assert.Empty(t, errOut, "no usage dump (main prints the one-line error)")
 	entries, _ := os.ReadDir(tmp)
 	assert.Empty(t, entries)
+}
+
+// TestRun_Interrupted stops a run (as Ctrl-C does: its context ends)
+// during its second measured phase: the first phase's results are
+// printed and written as usual, the second's marked interrupted, and the
+// run exits with 130.
+func TestRun_Interrupted(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, plotPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "latency.svg")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errOut := newWatchedBuffer("direct scan: 1s\n")
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- executeTo(ctx, &out, errOut, append(slices.Clone(tinyArgs),
+			"--workload", "get,scan", "--schedulers", "direct", "--duration", "1s", "--warmup", "0",
+			"--json", jsonPath, "--plot", plotPath)...)
+	}()
+	select {
+	case <-errOut.seen:
+	case err := <-done:
+		require.FailNow(t, "the run ended before its second phase", "%v\n%s", err, errOut)
+	}
+	// Let the phase measure a little; what it measures is not checked.
+	stop := time.AfterFunc(50*time.Millisecond, cancel)
+	defer stop.Stop()
+	err := <-done
+	require.Error(t, err)
+	assert.ErrorIs(t, err, errInterrupted)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 130, exitStatus(err))
+	assert.Equal(t, "interrupted by context canceled during direct scan", err.Error())
+
+	assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +p50 +p99 +p99.9 +max +errors$`, out.String())
+	assert.Regexp(t, `(?m)^get +direct +get +\d+ .* 0$`, out.String(), "the phase done, unmarked")
+	assert.Regexp(t, `(?m)^scan +direct +scan +\d+ .* 0  \(interrupted\)$`, out.String())
+	assert.Regexp(t, `(?m)^interrupted \(context canceled\) \d+ms into the 1s of direct scan, whose figures, marked \(interrupted\), cover that part$`, out.String())
+	assert.NotContains(t, errOut.String(), "workload", "the results are on stdout")
+
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var rep report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.True(t, rep.Interrupted)
+	require.Len(t, rep.Results, 2)
+	assert.False(t, rep.Results[0].Interrupted)
+	assert.Positive(t, rep.Results[0].Ops)
+	assert.True(t, rep.Results[1].Interrupted)
+	assert.Equal(t, "scan", rep.Results[1].Workload)
+	_, err = os.Stat(plotPath)
+	assert.NoError(t, err, "the plot is written")
+}
+
+// TestRun_InterruptedBeforeMeasuring stops a run before it has measured
+// anything: it prints an empty table and says where it stopped, writes
+// the JSON and no plot.
+func TestRun_InterruptedBeforeMeasuring(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, plotPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "latency.png")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(signalError{syscall.SIGTERM})
+	var out, errOut bytes.Buffer
+	err := executeTo(ctx, &out, &errOut, append(slices.Clone(tinyArgs),
+		"--workload", "get", "--json", jsonPath, "--plot", plotPath)...)
+	require.Error(t, err)
+	assert.Equal(t, 143, exitStatus(err))
+	assert.Equal(t, "interrupted by signal terminated during the load", err.Error())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3, out.String())
+	assert.Equal(t, "workload", strings.Fields(lines[0])[0])
+	assert.Equal(t, "interrupted (signal terminated) during the load, before it measured anything", lines[2])
+	assert.Contains(t, errOut.String(), "load: interrupted after 0 of 2000 keys\n")
+	assert.Contains(t, errOut.String(), "no plot written")
+
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var rep report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.True(t, rep.Interrupted)
+	assert.Empty(t, rep.Results)
+	_, err = os.Stat(plotPath)
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }

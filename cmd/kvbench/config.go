@@ -22,6 +22,10 @@ type config struct {
 	duration      time.Duration // timed phase, per scheduler and workload
 	warmup        time.Duration // untimed phase before each timed one
 	workers       int           // read-pool workers; 0 = GOMAXPROCS
+	maxTasks      int           // reads queued or running before kv: busy; 0 = the store's default, workers × 2000
+	timeSlice     time.Duration // how long a pooled read runs before it yields
+	rowCache      int64         // the row cache in front of Get, in bytes; 0 = off
+	sync          bool          // fsync every write of the measured phases (never the load's)
 	clients       int           // goroutines issuing the foreground operations
 	scanners      int           // noisy, cop: goroutines looping on long scans or aggregates
 	scanLen       int           // scan, groups: keys per scan
@@ -32,15 +36,25 @@ type config struct {
 	workloads     []string      // known workload names, in the order given, each baseline before its workload
 	schedulers    []string      // known scheduler names, in the order given
 	seed          uint64        // seeds every random choice
-	jsonPath      string        // "" = no JSON report
+	jsonPath      string        // "" = no JSON report; "-" = stdout (the table then goes to stderr)
 	plotPath      string        // "" = no plot; .png or .svg
-	admin         string        // reserved for the kvctl issue
+	admin         string        // "" = no admin endpoint; validate makes it HOST:PORT (see adminAddr)
 	quiet         bool          // no progress output
 
 	// rows is set by validate when a workload of the run reads values as
 	// coprocessor rows: then the store's values are rows (see valueMaker).
 	rows bool
 }
+
+// Defaults of the store's knobs, as kv's own (kv.Options) so that a plain
+// run measures the store as an application opens it.
+const (
+	defaultTimeSlice = time.Millisecond
+	defaultRowCache  = 32 << 20
+)
+
+// jsonStdout is the --json path that means standard output.
+const jsonStdout = "-"
 
 // knownSchedulers are the read schedulers kvbench can compare; a default
 // run measures the first three, in this order. priority is resource
@@ -60,6 +74,11 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.duration, "duration", 5*time.Second, "measured time per scheduler and workload")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up before each measured phase")
 	fs.IntVar(&c.workers, "workers", 0, "read-pool workers (0 = GOMAXPROCS)")
+	fs.IntVar(&c.maxTasks, "max-tasks", 0, "reads queued or running in the pool before reads fail with \"kv: busy\" (0 = 2000 × workers)")
+	fs.DurationVar(&c.timeSlice, "time-slice", defaultTimeSlice, "how long a pooled read runs before it yields to the next")
+	fs.Int64Var(&c.rowCache, "row-cache", defaultRowCache, "row cache in front of Get, in `BYTES` (0 = off)")
+	fs.BoolVar(&c.sync, "sync", false, "fsync every write of the measured phases (default off: writes are not synced, "+
+		"as in the YCSB comparison; a crash may lose the last writes). The load is never synced: it is flushed at its end")
 	fs.IntVar(&c.clients, "clients", 4, "client goroutines (noisy: the Get clients; groups: the oltp group's)")
 	fs.IntVar(&c.scanners, "scanners", 8, "noisy, cop: goroutines looping on long scans (cop: on aggregates)")
 	fs.IntVar(&c.scanLen, "scan-len", 1_000, "scan, groups: keys per range scan")
@@ -72,9 +91,10 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 		"schedulers to compare, comma-separated: "+strings.Join(knownSchedulers, ", ")+
 			" (groups and groups-steps run once, on priority, whatever this says)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for keys, values and every random choice")
-	fs.StringVar(&c.jsonPath, "json", "", "write the results as JSON to `FILE`")
+	fs.StringVar(&c.jsonPath, "json", "", "write the results as JSON to `FILE`; - writes them to stdout, and the table to stderr instead")
 	fs.StringVar(&c.plotPath, "plot", "", "plot latency percentiles to `FILE` (.png or .svg)")
-	fs.StringVar(&c.admin, "admin", "", "serve the store's admin handler on `ADDR` while running (arrives with kvctl)")
+	fs.StringVar(&c.admin, "admin", "", "serve the store's admin endpoint (for kvctl --addr) over HTTP on `ADDR` while running; "+
+		"no host (:7070) means 127.0.0.1, 0.0.0.0:7070 every interface")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
 }
 
@@ -100,6 +120,15 @@ func (c *config) validate() error {
 	}
 	if c.workers < 0 {
 		bad("--workers must not be negative, not %d", c.workers)
+	}
+	if c.maxTasks < 0 {
+		bad("--max-tasks must not be negative, not %d (0 = 2000 × workers)", c.maxTasks)
+	}
+	if c.timeSlice <= 0 {
+		bad("--time-slice must be positive, not %v", c.timeSlice)
+	}
+	if c.rowCache < 0 {
+		bad("--row-cache must not be negative, not %d (0 turns the row cache off)", c.rowCache)
 	}
 	if c.clients < 1 {
 		bad("--clients must be at least 1, not %d", c.clients)
@@ -150,7 +179,11 @@ func (c *config) validate() error {
 		}
 	}
 	if c.admin != "" {
-		bad("--admin is not available yet (it arrives with kvctl)")
+		if addr, err := adminAddr(c.admin); err != nil {
+			errs = append(errs, err)
+		} else {
+			c.admin = addr
+		}
 	}
 	if len(errs) > 0 {
 		return problems(errs)

@@ -2,10 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coopkv/coopkv/kv"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +23,7 @@ import (
 func parse(t *testing.T, args ...string) (*config, error) {
 	t.Helper()
 	var got *config
-	cmd := newCommand(func(_ context.Context, cfg *config, _ io.Writer) error {
+	cmd := newCommand(func(_ context.Context, cfg *config, _, _ io.Writer) error {
 		got = cfg
 		return nil
 	})
@@ -41,6 +48,8 @@ func TestConfig_Defaults(t *testing.T) {
 		think:         200 * time.Microsecond,
 		oltpRate:      2_000,
 		groupScanners: 64,
+		timeSlice:     time.Millisecond,
+		rowCache:      32 << 20,
 		workloads:     []string{"noisy"},
 		schedulers:    []string{"mlfq", "fifo", "direct"},
 		seed:          1,
@@ -54,7 +63,8 @@ func TestConfig_Flags(t *testing.T) {
 		"--clients", "2", "--scanners", "5", "--scan-len", "10", "--long-scan-len", "300",
 		"--think", "1ms", "--oltp-rate", "500", "--group-scanners", "3",
 		"--workload", "get, scan,ycsb-e,groups", "--schedulers", "fifo,mlfq,priority",
-		"--seed", "42", "--json", "out.json", "--plot", "out.SVG", "-q")
+		"--seed", "42", "--json", "out.json", "--plot", "out.SVG", "-q",
+		"--max-tasks", "64", "--time-slice", "250us", "--row-cache", "0", "--sync", "--admin", ":7070")
 	require.NoError(t, err)
 	assert.Equal(t, &config{
 		dir:           "/tmp/store",
@@ -63,6 +73,10 @@ func TestConfig_Flags(t *testing.T) {
 		duration:      200 * time.Millisecond,
 		warmup:        0,
 		workers:       3,
+		maxTasks:      64,
+		timeSlice:     250 * time.Microsecond,
+		rowCache:      0,
+		sync:          true,
 		clients:       2,
 		scanners:      5,
 		scanLen:       10,
@@ -75,6 +89,7 @@ func TestConfig_Flags(t *testing.T) {
 		seed:          42,
 		jsonPath:      "out.json",
 		plotPath:      "out.SVG",
+		admin:         "127.0.0.1:7070",
 		quiet:         true,
 	}, cfg)
 	assert.Equal(t, 3, cfg.resolvedWorkers())
@@ -104,7 +119,15 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"repeated scheduler", []string{"--schedulers", "mlfq,mlfq"}, []string{"names a scheduler twice"}},
 		{"repeated workload", []string{"--workload", "get,get"}, []string{"names a workload twice"}},
 		{"plot format", []string{"--plot", "out.pdf"}, []string{"--plot out.pdf", ".png or .svg"}},
-		{"admin", []string{"--admin", "localhost:8080"}, []string{"--admin is not available yet (it arrives with kvctl)"}},
+		{"admin without port", []string{"--admin", "7070"}, []string{`--admin "7070": want HOST:PORT or :PORT`}},
+		{"admin bad port", []string{"--admin", "localhost:http"}, []string{`--admin "localhost:http": the port must be a number from 0 to 65535`}},
+		{"admin port too big", []string{"--admin", ":70000"}, []string{"the port must be a number from 0 to 65535"}},
+		{"negative max-tasks", []string{"--max-tasks", "-1"}, []string{"--max-tasks must not be negative, not -1"}},
+		{"zero time-slice", []string{"--time-slice", "0s"}, []string{"--time-slice must be positive, not 0s"}},
+		{"negative time-slice", []string{"--time-slice", "-1ms"}, []string{"--time-slice must be positive"}},
+		{"bad time-slice", []string{"--time-slice", "1"}, []string{"--time-slice"}},
+		{"negative row-cache", []string{"--row-cache", "-5"}, []string{"--row-cache must not be negative, not -5 (0 turns the row cache off)"}},
+		{"bad row-cache", []string{"--row-cache", "64MiB"}, []string{"--row-cache"}},
 		{"zero keys", []string{"--keys", "0"}, []string{"--keys must be at least 1"}},
 		{"zero duration", []string{"--duration", "0s"}, []string{"--duration must be positive"}},
 		{"negative warmup", []string{"--warmup", "-1s"}, []string{"--warmup must not be negative"}},
@@ -136,17 +159,95 @@ func TestConfig_UsageErrors(t *testing.T) {
 	}
 }
 
-func TestExitStatus_RunFailure(t *testing.T) {
-	assert.Equal(t, 1, exitStatus(io.ErrUnexpectedEOF))
+func TestConfig_Admin(t *testing.T) {
+	for _, tc := range []struct{ arg, want string }{
+		{":7070", "127.0.0.1:7070"},
+		{"localhost:7070", "localhost:7070"},
+		{"0.0.0.0:7070", "0.0.0.0:7070"},
+		{"[::1]:0", "[::1]:0"},
+	} {
+		cfg, err := parse(t, "--admin", tc.arg)
+		require.NoError(t, err, tc.arg)
+		assert.Equal(t, tc.want, cfg.admin, tc.arg)
+	}
+}
+
+// TestStoreOptions checks that the store's knobs reach kv.Options, with
+// --row-cache 0 as kv's "off" and the load never synced.
+func TestStoreOptions(t *testing.T) {
+	cfg, err := parse(t, "--workers", "3", "--max-tasks", "64", "--time-slice", "250us", "--row-cache", "0", "--sync")
+	require.NoError(t, err)
+	st := &stores{cfg: cfg, log: io.Discard}
+	opts := st.options("fifo")
+	assert.Equal(t, kv.SchedulerFIFO, opts.Scheduler)
+	assert.Equal(t, 3, opts.Workers)
+	assert.Equal(t, 64, opts.MaxTasks)
+	assert.Equal(t, 250*time.Microsecond, opts.TimeSlice)
+	assert.Negative(t, opts.RowCacheSize, "kv turns the row cache off for a negative size")
+	assert.False(t, opts.NoSync)
+
+	cfg, err = parse(t)
+	require.NoError(t, err)
+	opts = (&stores{cfg: cfg, log: io.Discard}).options("")
+	assert.Equal(t, int64(32<<20), opts.RowCacheSize)
+	assert.Equal(t, time.Millisecond, opts.TimeSlice)
+	assert.Zero(t, opts.MaxTasks, "kv's default")
+	assert.True(t, opts.NoSync, "not synced by default")
+}
+
+func TestExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"run failure", io.ErrUnexpectedEOF, 1},
+		{"usage", usageError{errors.New("bad flag")}, 2},
+		{"SIGINT", fmt.Errorf("%w by %w during mlfq get", errInterrupted, signalError{syscall.SIGINT}), 130},
+		{"SIGTERM", fmt.Errorf("%w by %w during mlfq get", errInterrupted, signalError{syscall.SIGTERM}), 143},
+		{"cancelled without a signal", fmt.Errorf("%w by %w during the load", errInterrupted, context.Canceled), 130},
+		{"failure after a signal", fmt.Errorf("load: %w", signalError{syscall.SIGINT}), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, exitStatus(tc.err))
+		})
+	}
+}
+
+// TestSignalContext sends the test process SIGTERM: the context ends
+// with the signal as its cause.
+func TestSignalContext(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM to send on Windows")
+	}
+	ctx, stop := signalContext(context.Background())
+	defer stop()
+	p, err := os.FindProcess(os.Getpid())
+	require.NoError(t, err)
+	require.NoError(t, p.Signal(syscall.SIGTERM))
+	<-ctx.Done()
+	assert.Equal(t, signalError{syscall.SIGTERM}, context.Cause(ctx))
+	assert.Equal(t, "signal terminated", context.Cause(ctx).Error())
+}
+
+func TestSignalContext_Stop(t *testing.T) {
+	ctx, stop := signalContext(context.Background())
+	stop()
+	assert.ErrorIs(t, context.Cause(ctx), context.Canceled)
 }
 
 func TestRoot_Help(t *testing.T) {
-	out, err := execute(t, "--help")
+	out, _, err := execute(t, "--help")
 	require.NoError(t, err)
 	for _, flag := range []string{"--dir", "--keys", "--value-size", "--duration", "--warmup", "--workers",
 		"--clients", "--scanners", "--schedulers", "--seed", "--json", "--plot", "--admin", "-q", "--workload",
-		"--oltp-rate", "--group-scanners", "groups-steps", "priority"} {
+		"--oltp-rate", "--group-scanners", "groups-steps", "priority",
+		"--max-tasks", "--time-slice", "--row-cache", "--sync"} {
 		assert.Contains(t, out, flag)
 	}
+	assert.Contains(t, out, "default off: writes are not synced, as in the YCSB comparison; a crash may lose the last writes")
+	assert.Contains(t, out, "(default 1ms)")
+	assert.Contains(t, out, "(default 33554432)")
+	assert.Contains(t, out, "exits with status 130")
 	assert.True(t, strings.HasPrefix(out, "kvbench loads"), out)
 }

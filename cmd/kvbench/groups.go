@@ -174,15 +174,18 @@ func scheduledGets(e *env, stream, i, n int, interval time.Duration) client {
 // A limited group's bucket refills while it is idle (the alone phase), so
 // its first second back may use a second's worth more: the warm-up
 // absorbs it, a run with --warmup 0 shows it in the group's RU/s.
-func runGroups(ctx context.Context, dir string, cfg *config, w *workload,
+//
+// If ctx ends first, it returns the results so far — those of the
+// measured phase it stopped marked interrupted — and an interruption.
+func runGroups(ctx context.Context, st *stores, cfg *config, w *workload,
 	keys *keySpace, prog *progress) (_ []result, err error) {
 	sched := groupsScheduler
-	db, err := kv.Open(dir, storeOptions(cfg, sched))
+	db, err := st.open(st.options(sched))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", w.name, sched, err)
 	}
 	defer func() {
-		if cerr := db.Close(); err == nil && cerr != nil {
+		if cerr := st.close(db); err == nil && cerr != nil {
 			err = fmt.Errorf("%s %s: %w", w.name, sched, cerr)
 		}
 	}()
@@ -222,16 +225,13 @@ func runGroups(ctx context.Context, dir string, cfg *config, w *workload,
 			runPhase(ctx, db, cs, cfg.warmup)
 			stop()
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return interruption{phase: label + " warm-up"}
 		}
 		stop := prog.timed(label, cfg.duration)
 		cs, owner := build(stream(measureStream), only)
 		ph := runPhase(ctx, db, cs, cfg.duration)
 		stop()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		for k, t := range spec.tenants {
 			var recs []*recorder
 			for i, o := range owner {
@@ -244,17 +244,21 @@ func runGroups(ctx context.Context, dir string, cfg *config, w *workload,
 			}
 			r := newResult(w.name, sched, t.class, t.cfg.Name+suffix, mergeRecorders(recs).summarize(t.class, ph.elapsed))
 			r.RUPerSec = ph.ruPerSec[t.cfg.Name]
+			r.Interrupted = ph.interrupted
 			results = append(results, r)
+		}
+		if ctx.Err() != nil {
+			return interruption{phase: label, elapsed: ph.elapsed, of: cfg.duration}
 		}
 		return nil
 	}
 	if spec.alone != "" {
 		if err := run(spec.alone, streamAloneWarmup, streamAloneMeasure); err != nil {
-			return nil, err
+			return results, err
 		}
 	}
 	if err := run("", streamWarmup, streamMeasure); err != nil {
-		return nil, err
+		return results, err
 	}
 	return results, nil
 }
@@ -274,6 +278,9 @@ func writeGroupSummaries(w io.Writer, rep *report) error {
 			if r.Workload == name {
 				rows = append(rows, r)
 			}
+		}
+		if len(rows) == 0 {
+			continue // an interrupted run that did not get to it
 		}
 		wl.groups.summarize(&b, name, rows)
 	}

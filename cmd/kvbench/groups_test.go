@@ -36,10 +36,10 @@ func groupResultIDs(w *workload) [][4]string {
 // are there.)
 func TestRun_Groups(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.json")
-	out, err := execute(t, append(slices.Clone(tinyArgs),
+	out, errOut, err := execute(t, append(slices.Clone(tinyArgs),
 		"--duration", "300ms", "--warmup", "0", "--group-scanners", "2",
 		"--workload", "get,groups,groups-steps", "--schedulers", "mlfq", "--json", path, "-q")...)
-	require.NoError(t, err, out)
+	require.NoError(t, err, errOut)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var doc struct {

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 
 	"github.com/coopkv/coopkv/kv"
 )
@@ -20,13 +20,20 @@ const loadStream = 1 << 32
 // bytes (random, or a row: see valueMaker), in batches, then flushes the
 // memtables, so the timed phases read sstables as a store that has lived a
 // while does.
-func load(ctx context.Context, dir string, cfg *config, prog *progress) (err error) {
-	db, err := kv.Open(dir, storeOptions(cfg, ""))
+//
+// Its writes are never synced, whatever --sync says: the flush at its end
+// makes them durable, and a store lost halfway is loaded again.
+//
+// It returns an interruption if ctx ends first.
+func load(ctx context.Context, st *stores, cfg *config, prog *progress) (err error) {
+	opts := st.options("")
+	opts.NoSync = true
+	db, err := st.open(opts)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
 	defer func() {
-		if cerr := db.Close(); err == nil && cerr != nil {
+		if cerr := st.close(db); err == nil && cerr != nil {
 			err = fmt.Errorf("load: %w", cerr)
 		}
 	}()
@@ -36,8 +43,9 @@ func load(ctx context.Context, dir string, cfg *config, prog *progress) (err err
 	values := newValueMaker(cfg)
 	c := prog.count("load", cfg.keys, "keys")
 	for n := int64(0); n < cfg.keys; {
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			c.stopped(n)
+			return interruption{phase: "the load"}
 		}
 		b := db.NewBatch()
 		start, end := n, min(n+loadBatch, cfg.keys)
@@ -61,15 +69,52 @@ func load(ctx context.Context, dir string, cfg *config, prog *progress) (err err
 	return nil
 }
 
-// storeOptions are the options of every store kvbench opens. Writes are
-// not synced: kvbench measures reads, and a lost store is regenerated.
-// Its log keeps errors only: the write stalls of the bulk load are
-// expected and would clutter the output.
-func storeOptions(cfg *config, scheduler string) *kv.Options {
-	return &kv.Options{
-		Scheduler: kv.Scheduler(scheduler),
-		Workers:   cfg.workers,
-		NoSync:    true,
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+// stores opens the run's stores, in dir, each with the run's options,
+// and shows each on the admin endpoint while it is open.
+type stores struct {
+	dir   string
+	cfg   *config
+	log   io.Writer    // the stores' log: errors only
+	admin *adminServer // nil without --admin
+}
+
+// options are the options of every store kvbench opens, with read
+// scheduler scheduler ("" = the store's default). Writes are synced only
+// with --sync. The log keeps errors only: the write stalls of the bulk
+// load are expected and would clutter the output.
+func (st *stores) options(scheduler string) *kv.Options {
+	cfg := st.cfg
+	rowCache := cfg.rowCache
+	if rowCache == 0 {
+		rowCache = -1 // kv's "off"; its 0 is the default size
 	}
+	return &kv.Options{
+		Scheduler:    kv.Scheduler(scheduler),
+		Workers:      cfg.workers,
+		MaxTasks:     cfg.maxTasks,
+		TimeSlice:    cfg.timeSlice,
+		RowCacheSize: rowCache,
+		NoSync:       !cfg.sync,
+		Logger:       slog.New(slog.NewTextHandler(st.log, &slog.HandlerOptions{Level: slog.LevelError})),
+	}
+}
+
+// open opens the store with opts and shows it on the admin endpoint.
+func (st *stores) open(opts *kv.Options) (*kv.DB, error) {
+	db, err := kv.Open(st.dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if st.admin != nil {
+		st.admin.show(db)
+	}
+	return db, nil
+}
+
+// close takes db off the admin endpoint, then closes it.
+func (st *stores) close(db *kv.DB) error {
+	if st.admin != nil {
+		st.admin.show(nil)
+	}
+	return db.Close()
 }

@@ -153,7 +153,11 @@ func (pn *panel) plot() (*plot.Plot, error) {
 		points.Color = plotutil.Color(i)
 		points.Shape = plotutil.Shape(i)
 		p.Add(line, points)
-		p.Legend.Add(r.Scheduler, line, points)
+		name := r.Scheduler
+		if r.Interrupted {
+			name += " " + interruptedMark
+		}
+		p.Legend.Add(name, line, points)
 	}
 	// Headroom above the lines for the legend (a log axis: a factor).
 	p.Y.Max *= 8

@@ -105,8 +105,17 @@ func (c *counter) done() {
 	c.p.printf("%s: %d %s in %v (%.0f %s/s)", c.desc, c.total, c.unit, elapsed.Round(time.Millisecond), rate, c.unit)
 }
 
+// stopped reports the phase stopped (interrupted) after n units.
+func (c *counter) stopped(n int64) {
+	if c.bar != nil {
+		_ = c.bar.Exit()
+	}
+	c.p.printf("%s: interrupted after %d of %d %s", c.desc, n, c.total, c.unit)
+}
+
 // timed reports a phase that lasts d; the returned stop ends the report
 // (and, with bars, the goroutine that moves the bar) and must be called.
+// A bar stopped before d (the run was interrupted) is left unfinished.
 func (p *progress) timed(desc string, d time.Duration) (stop func()) {
 	switch p.mode {
 	case progressLines:
@@ -136,6 +145,11 @@ func (p *progress) timed(desc string, d time.Duration) (stop func()) {
 	return func() {
 		close(quit)
 		wg.Wait()
+		if done := time.Since(start).Milliseconds(); done < total {
+			_ = bar.Set64(done)
+			_ = bar.Exit()
+			return
+		}
 		_ = bar.Finish()
 	}
 }

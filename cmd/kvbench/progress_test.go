@@ -64,3 +64,27 @@ func TestProgress_Bars(t *testing.T) {
 	assert.Contains(t, out, "100%")
 	// goleak in TestMain checks that stop ended the bar's goroutine.
 }
+
+func TestProgress_Stopped(t *testing.T) {
+	var buf bytes.Buffer
+	p := newProgress(&buf, false)
+	c := p.count("load", 10, "keys")
+	c.add(4)
+	c.stopped(4)
+	assert.Equal(t, "load: 10 keys\nload: interrupted after 4 of 10 keys\n", buf.String())
+}
+
+// TestProgress_BarsStopped checks that a bar stopped early (an
+// interrupted run) is not shown finished, and that its line ends.
+func TestProgress_BarsStopped(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progress{w: &buf, mode: progressBars}
+	c := p.count("load", 100, "keys")
+	c.add(40)
+	c.stopped(40)
+	p.timed("mlfq noisy", time.Hour)()
+	out := buf.String()
+	assert.Contains(t, out, "load: interrupted after 40 of 100 keys\n")
+	assert.NotContains(t, out, "100%", "neither bar is finished")
+	assert.True(t, strings.HasSuffix(out, "\n"), "%q", out)
+}

@@ -19,6 +19,9 @@ type report struct {
 	Workers   int      `json:"workers"`
 	DurationS float64  `json:"duration_s"`
 	Results   []result `json:"results"`
+	// Interrupted: the run was stopped (Ctrl-C) before its end; Results
+	// hold what it measured by then.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // result is one (workload, scheduler, class, group)'s figures over a
@@ -39,6 +42,9 @@ type result struct {
 	// the group consumed per second of the measured phase; absent for
 	// workloads without groups.
 	RUPerSec float64 `json:"ru_per_sec,omitempty"`
+	// Interrupted: the run was stopped during this measured phase, so
+	// the figures cover only the part that ran (ops/s over that part).
+	Interrupted bool `json:"interrupted,omitempty"`
 
 	firstErr error // shown under the table; not part of the JSON
 }
@@ -62,8 +68,13 @@ func newResult(workload, scheduler string, c class, group string, s summary) res
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// writeTable prints rep's results as one aligned table, then the first
-// error of each result that had errors.
+// interruptedMark ends the table rows of a measured phase that was
+// interrupted.
+const interruptedMark = "(interrupted)"
+
+// writeTable prints rep's results as one aligned table, the rows of an
+// interrupted phase marked so, then the first error of each result that
+// had errors.
 func writeTable(w io.Writer, rep *report) error {
 	groups := false
 	for _, r := range rep.Results {
@@ -78,10 +89,14 @@ func writeTable(w io.Writer, rep *report) error {
 	}
 	row("workload", "scheduler", "class", "group", "ops/s", "p50", "p99", "p99.9", "max", "errors")
 	for _, r := range rep.Results {
-		row(r.Workload, r.Scheduler, r.Class, r.Group,
+		cells := []string{r.Workload, r.Scheduler, r.Class, r.Group,
 			fmt.Sprintf("%.0f", r.OpsPerSec),
 			formatMicros(r.P50us), formatMicros(r.P99us), formatMicros(r.P999us), formatMicros(r.MaxUs),
-			fmt.Sprint(r.Errors))
+			fmt.Sprint(r.Errors)}
+		if r.Interrupted {
+			cells = append(cells, interruptedMark)
+		}
+		row(cells...)
 	}
 	var b strings.Builder
 	writeAligned(&b, rows, len(rows[0])-6)
@@ -141,14 +156,45 @@ func formatMicros(us float64) string {
 	}
 }
 
+// writeInterruption prints, under the table, where the run was stopped
+// and by what (cause).
+func writeInterruption(w io.Writer, stop interruption, cause error) error {
+	var msg string
+	switch {
+	case stop.of == 0:
+		msg = fmt.Sprintf("during %s, before it measured anything", stop.phase)
+	case stop.elapsed < stop.of:
+		msg = fmt.Sprintf("%v into the %v of %s, whose figures, marked %s, cover that part",
+			stop.elapsed.Round(time.Millisecond), stop.of, stop.phase, interruptedMark)
+	default:
+		msg = fmt.Sprintf("at the end of %s", stop.phase)
+	}
+	_, err := fmt.Fprintf(w, "\ninterrupted (%v) %s\n", cause, msg)
+	return err
+}
+
 // writeJSON writes rep to path, indented.
 func writeJSON(path string, rep *report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	if err := encodeJSON(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("--json %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--json %s: %w", path, err)
+	}
+	return nil
+}
+
+// encodeJSON writes rep to w, indented.
+func encodeJSON(w io.Writer, rep *report) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("--json: %w", err)
-	}
-	return nil
+	_, err = w.Write(append(b, '\n'))
+	return err
 }

@@ -105,3 +105,62 @@ func TestWriteJSON_BadPath(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+func TestWriteTable_Interrupted(t *testing.T) {
+	rep := sampleReport()
+	rep.Results[2].Interrupted = true
+	rep.Results[3].Interrupted = true
+	var buf bytes.Buffer
+	require.NoError(t, writeTable(&buf, rep))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 6, buf.String())
+	for i, marked := range []bool{false, false, false, true, true} {
+		assert.Equal(t, marked, strings.HasSuffix(lines[i], "  (interrupted)"), "line %d: %q", i, lines[i])
+	}
+	assert.Equal(t, []string{"noisy", "direct", "get", "4500", "100µs", "30.00ms", "40.00ms", "50.00ms", "0", "(interrupted)"},
+		strings.Fields(lines[3]))
+	assert.Equal(t, utf8.RuneCountInString(lines[0]), utf8.RuneCountInString(lines[1]), "the columns stay aligned")
+}
+
+func TestWriteInterruption(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop interruption
+		want string
+	}{
+		{"load", interruption{phase: "the load"},
+			"interrupted (signal interrupt) during the load, before it measured anything"},
+		{"warm-up", interruption{phase: "mlfq get warm-up"},
+			"interrupted (signal interrupt) during mlfq get warm-up, before it measured anything"},
+		{"measured", interruption{phase: "mlfq get", elapsed: 1234567 * time.Microsecond, of: 5 * time.Second},
+			"interrupted (signal interrupt) 1.235s into the 5s of mlfq get, whose figures, marked (interrupted), cover that part"},
+		{"just after", interruption{phase: "mlfq get", elapsed: 5 * time.Second, of: 5 * time.Second},
+			"interrupted (signal interrupt) at the end of mlfq get"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, writeInterruption(&buf, tc.stop, signalError{os.Interrupt}))
+			assert.Equal(t, "\n"+tc.want+"\n", buf.String())
+		})
+	}
+}
+
+// TestWriteJSON_Interrupted checks that the interrupted fields appear
+// only when set, so that a complete run's JSON keeps its shape.
+func TestWriteJSON_Interrupted(t *testing.T) {
+	rep := sampleReport()
+	rep.Interrupted = true
+	rep.Results[3].Interrupted = true
+	var buf bytes.Buffer
+	require.NoError(t, encodeJSON(&buf, rep))
+	var doc struct {
+		Interrupted *bool            `json:"interrupted"`
+		Results     []map[string]any `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	require.NotNil(t, doc.Interrupted)
+	assert.True(t, *doc.Interrupted)
+	require.Len(t, doc.Results, 4)
+	assert.NotContains(t, doc.Results[2], "interrupted")
+	assert.Equal(t, true, doc.Results[3]["interrupted"])
+}

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -17,12 +21,51 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// exitStatus is the process exit status for err, the error of a run.
+// exitStatus is the process exit status for err, the error of a run: 2
+// for a usage error; for an interrupted run 128 + the signal's number, as
+// shells report a process killed by it (130 for SIGINT, 143 for SIGTERM),
+// and 130 when no signal did it; 1 for any other failure.
 func exitStatus(err error) int {
-	if errors.As(err, new(usageError)) {
+	var sig signalError
+	switch {
+	case errors.As(err, new(usageError)):
 		return 2
+	case !errors.Is(err, errInterrupted):
+		return 1
+	case errors.As(err, &sig):
+		if n, ok := sig.sig.(syscall.Signal); ok {
+			return 128 + int(n)
+		}
 	}
-	return 1
+	return 128 + int(syscall.SIGINT)
+}
+
+// signalContext returns a context that SIGINT or SIGTERM cancels, with a
+// signalError as its cause, and stop, which releases the signals and must
+// be called. After the first signal the two get their default action
+// back, so that a second Ctrl-C ends at once a run that is slow to stop.
+// (signal.NotifyContext's cause names the signal only in its text.)
+func signalContext(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case sig := <-sigs:
+			signal.Stop(sigs)
+			cancel(signalError{sig})
+		case <-ctx.Done():
+		case <-done:
+		}
+	})
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		wg.Wait()
+		cancel(nil)
+	}
 }
 
 // newRootCmd builds the kvbench command, with its flags bound to a config
@@ -31,7 +74,11 @@ func newRootCmd() *cobra.Command { return newCommand(runBench) }
 
 // newCommand is newRootCmd with the run itself given, so that tests can
 // check what the flags become without running a benchmark.
-func newCommand(run func(ctx context.Context, cfg *config, out io.Writer) error) *cobra.Command {
+//
+// run writes the results (the tables and the lines under them) to out and
+// everything else (progress, notes, the store's log) to errOut, so that
+// `kvbench > results.txt` keeps only the results.
+func newCommand(run func(ctx context.Context, cfg *config, out, errOut io.Writer) error) *cobra.Command {
 	cfg := &config{}
 	cmd := &cobra.Command{
 		Use:   "kvbench",
@@ -67,12 +114,39 @@ get equal RU.
 
 The groups workloads always run once, with resource control, on the
 priority scheduler, whatever --schedulers says; --schedulers applies to
-the other workloads (on priority, every read is in the default group).`,
+the other workloads (on priority, every read is in the default group).
+
+The store: --workers, --max-tasks and --time-slice size the read pool,
+--row-cache the cache in front of Get (0 turns it off). Writes are not
+synced unless --sync, as in the YCSB comparison: a crash may lose the last
+writes, and kvbench's store is regenerated anyway.
+
+Output: the results (the tables and the lines under them) go to stdout,
+progress to stderr, so "kvbench > results.txt" keeps only the results.
+"--json -" writes the JSON report to stdout instead, and the table to
+stderr.
+
+Ctrl-C (SIGINT) or SIGTERM stops the run: the phase running ends there,
+kvbench prints what it measured — the phases done, and the stopped phase's
+figures so far, marked "(interrupted)" — writes --json and --plot if asked,
+and exits with status 130 (143 for SIGTERM). A second Ctrl-C ends it at
+once, without results.
+
+--admin ADDR serves the store's admin endpoint over HTTP while kvbench
+runs, for kvctl --addr or Prometheus: /stats, /metrics, /groups. kvbench
+reopens the store for each scheduler; between two stores the endpoint
+answers 503. ADDR without a host (":7070") listens on 127.0.0.1 only;
+give "0.0.0.0:7070" for every interface (the endpoint has no
+authentication, and PUT /groups changes the scheduling).`,
 		Example: `  kvbench
   kvbench --workload get,scan --schedulers mlfq,direct --duration 10s
   kvbench --workload ycsb-a,ycsb-e --json results.json --plot latency.svg
   kvbench --workload cop --keys 1000000 --long-scan-len 1000000
-  kvbench --workload groups,groups-steps --json groups.json`,
+  kvbench --workload groups,groups-steps --json groups.json
+  kvbench --workload ycsb-a --sync --row-cache 0 > results.txt
+  kvbench --workers 4 --max-tasks 1000 --time-slice 500us
+  kvbench --json - -q | jq '.results[] | {scheduler, class, p99_us}'
+  kvbench --duration 1m --admin :7070   # meanwhile: curl 127.0.0.1:7070/stats, or kvctl --addr 127.0.0.1:7070`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("unexpected argument %q (kvbench takes only flags)", args[0])}
@@ -85,7 +159,7 @@ the other workloads (on priority, every read is in the default group).`,
 			if err := cfg.validate(); err != nil {
 				return usageError{err}
 			}
-			return run(cmd.Context(), cfg, cmd.OutOrStdout())
+			return run(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cfg.addFlags(cmd.Flags())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -90,17 +91,20 @@ type phase struct {
 	// taken when the clients start and when the phase ends, over the time
 	// between them. nil without resource control.
 	ruPerSec map[string]float64
+	// interrupted: the run's context ended before the phase's time was
+	// up, so its figures cover only elapsed.
+	interrupted bool
 }
 
 // merged returns, per class, what the clients recorded in all.
 func (p *phase) merged() *recorder { return mergeRecorders(p.recs) }
 
-// runPhase runs clients on db for d (or until ctx is done) and returns
-// what they recorded and, under resource control, what each resource group
-// consumed. An operation still running when the phase ends is cancelled
-// and not counted.
+// runPhase runs clients on db for d (or until ctx is done: the phase is
+// then interrupted) and returns what they recorded and, under resource
+// control, what each resource group consumed. An operation still running
+// when the phase ends is cancelled and not counted.
 func runPhase(ctx context.Context, db *kv.DB, clients []client, d time.Duration) *phase {
-	ctx, cancel := context.WithTimeout(ctx, d)
+	ctx, cancel := context.WithTimeoutCause(ctx, d, errPhaseOver)
 	defer cancel()
 	p := &phase{recs: make([]*recorder, len(clients))}
 	controlled := db.Options().ResourceControl
@@ -119,6 +123,9 @@ func runPhase(ctx context.Context, db *kv.DB, clients []client, d time.Duration)
 	// same window as their operations do.
 	<-ctx.Done()
 	end := time.Now()
+	// The cause is errPhaseOver if the deadline came first, the run's
+	// context's cause if that ended first.
+	p.interrupted = !errors.Is(context.Cause(ctx), errPhaseOver)
 	if controlled {
 		after := groupRU(db)
 		window := max(end.Sub(start), time.Nanosecond).Seconds()
