@@ -168,9 +168,11 @@ type Pool struct {
 	wakes        atomic.Int64
 	longSteps    atomic.Int64
 	preempted    atomic.Int64 // steps cut short for more urgent work
+	bypassed     atomic.Int64 // reads served by Bypass, without a task
 	stuck        atomic.Int64 // steps running longer than LongStep
 
 	handles       sync.Pool // recycled handles of Go tasks (see Handle.gen)
+	entries       sync.Pool // Bypass's entries: the queue's and Accountant's calls take a pointer
 	workers       []*worker
 	wg            sync.WaitGroup // workers, extra workers, monitor
 	ending        sync.WaitGroup // completions made off the workers (cancels, context ends)
@@ -204,6 +206,7 @@ func New(opts Options) (*Pool, error) {
 		return nil, errors.New("readpool: the queue returned a nil Preemption")
 	}
 	p.handles.New = func() any { return newHandle(p) }
+	p.entries.New = func() any { return new(Entry) }
 	p.waiting.waitNext, p.waiting.waitPrev = &p.waiting, &p.waiting
 	p.workers = make([]*worker, opts.Workers)
 	for i := range p.workers {

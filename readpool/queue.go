@@ -42,9 +42,10 @@ const Forever = time.Duration(math.MaxInt64)
 // Queue can be written outside this package.
 type Queue interface {
 	// MayInline reports whether e, arriving, may run its first step on the
-	// caller's goroutine ahead of nothing (the pool asks only when nothing
-	// is queued). It sets e.Class when it says yes. Called without the
-	// pool's lock, concurrently: it may read e and atomics only.
+	// caller's goroutine ahead of nothing (the pool asks when nothing is
+	// queued, and for every Bypass). It sets e.Class when it says yes.
+	// Called without the pool's lock, concurrently: it may read e and
+	// atomics only.
 	MayInline(e *Entry) bool
 	// Push adds a ready entry, or holds it back.
 	Push(e *Entry, now time.Duration)

@@ -28,6 +28,10 @@ type Stats struct {
 	Panicked     int64 `json:"panicked"`
 	RejectedBusy int64 `json:"rejected_busy"`
 	Inline       int64 `json:"inline"` // first steps run on the caller's goroutine
+	// Bypassed counts reads served on the caller's goroutine without a
+	// task (Pool.Bypass: row-cache hits); they are in Spawned and
+	// Completed too.
+	Bypassed int64 `json:"bypassed"`
 
 	Steps     int64 `json:"steps"`
 	Yields    int64 `json:"yields"`
@@ -35,6 +39,9 @@ type Stats struct {
 	Wakes     int64 `json:"wakes"`
 	LongSteps int64 `json:"long_steps"`
 	Preempted int64 `json:"preempted"` // steps cut short at a unit boundary for more urgent work (the queue's hint)
+	// CallerHandoffs counts the times a worker gave its P to the caller
+	// its step's completion readied (Awaited).
+	CallerHandoffs int64 `json:"caller_handoffs"`
 
 	QueueWait DurationSummary `json:"queue_wait"`
 	StepTime  DurationSummary `json:"step_time"`
@@ -95,9 +102,10 @@ func (p *Pool) Stats() Stats {
 	s.Spawned = p.spawned
 	p.mu.Unlock()
 	s.Inline = agg.inline.Load()
-	s.Spawned += s.Inline
+	s.Bypassed = p.bypassed.Load()
+	s.Spawned += s.Inline + s.Bypassed
 
-	s.Completed = agg.completed.Load() + p.completedOff.Load()
+	s.Completed = agg.completed.Load() + p.completedOff.Load() + s.Bypassed
 	s.Cancelled = p.cancelled.Load()
 	s.Dropped = p.dropped.Load()
 	s.Panicked = p.panicked.Load()
@@ -108,6 +116,7 @@ func (p *Pool) Stats() Stats {
 	s.Wakes = p.wakes.Load()
 	s.LongSteps = p.longSteps.Load()
 	s.Preempted = p.preempted.Load()
+	s.CallerHandoffs = agg.handoffs.Load()
 	s.QueueWait = summary(&agg.wait)
 	s.StepTime = summary(&agg.step)
 	return s

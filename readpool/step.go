@@ -163,10 +163,16 @@ func callStep(t Task, sc *StepContext) (s Status, perr error) {
 // completeStep ends a task whose step finished it, on the stepping
 // goroutine. The queue's accounting of the step follows under the pool's
 // lock (fileLocked), after the task's Done: the caller waiting for the
-// result is not kept waiting for the lock.
-func (p *Pool) completeStep(w *slot, h *Handle, r *stepResult) {
+// result is not kept waiting for the lock. It reports whether Done readied
+// a spawner blocked on it (Awaited), asked before Done, after which the
+// task may be gone.
+func (p *Pool) completeStep(w *slot, h *Handle, r *stepResult) (readied bool) {
 	h.markCompleted()
+	if a, ok := h.t.(Awaited); ok && r.perr == nil {
+		readied = a.Waiting()
+	}
 	p.complete(h, r.perr, &w.stats.completed)
+	return readied
 }
 
 // fileLocked accounts a step of an adopted task with the queue and files

@@ -48,6 +48,18 @@ type Task interface {
 	Done(err error)
 }
 
+// Awaited is implemented by a task whose spawner blocks until its Done, as
+// a Get's caller does. When a worker's step finishes such a task, the pool
+// asks Waiting just before Done: true means the spawner is blocked now, so
+// Done readies it — and Go runs a goroutine readied by a channel send on
+// the sender's P, after the sender. The worker therefore gives its P up at
+// once (runtime.Gosched), and the caller runs now instead of when the
+// worker next yields, up to a quarter slice later (Stats.CallerHandoffs
+// counts these). A false answer costs nothing: the worker goes on.
+type Awaited interface {
+	Waiting() bool
+}
+
 // A task's state is one atomic word (as in YATP): the task's generation in
 // the high bits, its state in the low byte. This file holds every
 // transition; each is a compare-and-swap or a store by the goroutine that

@@ -48,6 +48,7 @@ type workerStats struct {
 	steps, yields, pendings atomic.Int64
 	inline                  atomic.Int64 // first steps run inline on this slot
 	completed               atomic.Int64 // tasks ended by a step on this slot
+	handoffs                atomic.Int64 // Ps given to a caller a completion readied
 	wait, step              hist.Histogram
 }
 
@@ -57,6 +58,7 @@ func (s *workerStats) add(o *workerStats) {
 	s.pendings.Add(o.pendings.Load())
 	s.inline.Add(o.inline.Load())
 	s.completed.Add(o.completed.Load())
+	s.handoffs.Add(o.handoffs.Load())
 	s.wait.Merge(&o.wait)
 	s.step.Merge(&o.step)
 }
@@ -180,14 +182,20 @@ func (p *Pool) work(w *worker) {
 		}
 		p.mu.Unlock()
 		r = p.step(s, h, now, true)
-		if r.finished() {
-			p.completeStep(s, h, &r)
-		}
+		readied := r.finished() && p.completeStep(s, h, &r)
 		last = h
 		// The end of one step is the start of the next pop: one clock read
 		// per step, not two.
 		now = r.end
-		if now-s.lastGosched >= p.goschedEvery {
+		if readied {
+			// The caller this step readied waits on our P: let it run now
+			// (see Awaited). Only then: a Gosched after every step would
+			// cost scans their throughput.
+			s.stats.handoffs.Add(1)
+			runtime.Gosched()
+			s.lastGosched = p.now()
+			now = s.lastGosched
+		} else if now-s.lastGosched >= p.goschedEvery {
 			// Hand the P back before the next task: the program's other
 			// goroutines would otherwise wait for Go's 10 ms preemption.
 			runtime.Gosched()
