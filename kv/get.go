@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -13,7 +14,10 @@ import (
 
 // Get returns a copy of the value stored under key, which the caller owns,
 // or ErrNotFound. It runs as a one-step read-pool task; when a worker is
-// idle and nothing waits, that step runs on the caller's goroutine.
+// idle and nothing waits, that step runs on the caller's goroutine. A
+// row-cache hit needs no worker at all: it is answered on the caller's
+// goroutine, counted in the pool's figures and charged to its group like a
+// task (unless Options.RowCacheHitsInPool, or its group is out of tokens).
 //
 // A Get whose context ends while it waits in the queue returns the
 // context's error as soon as the pool ends its task: the only wait here is
@@ -31,15 +35,23 @@ func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 	}
 	t := getTasks.Get().(*getTask)
 	t.db, t.key = db, key
+	if db.cache != nil && !db.opts.RowCacheHitsInPool && ctx.Err() == nil {
+		// serve captures t, not locals of Get, so it costs no allocation.
+		if db.pool.Bypass(o, t.serveFromCache) {
+			val := t.val
+			t.reset()
+			return val, nil
+		}
+	}
 	o.Inline = true
 	err = db.pool.Go(ctx, t, o)
 	if err == nil {
+		t.waiting.Store(true)
 		<-t.done
 		err = t.err
 	}
 	val := t.val
-	*t = getTask{done: t.done}
-	getTasks.Put(t)
+	t.reset()
 	if err != nil {
 		return nil, getError(key, err)
 	}
@@ -72,6 +84,13 @@ func (db *DB) read(key []byte) ([]byte, error) {
 		}
 		gen = g
 	}
+	return db.readStorage(key, gen)
+}
+
+// readStorage reads key from Pebble and caches the value unless a write to
+// its stripe has completed since gen, the stripe's generation when the
+// cache was looked at.
+func (db *DB) readStorage(key []byte, gen uint64) ([]byte, error) {
 	v, closer, err := db.pdb.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrNotFound
@@ -99,14 +118,54 @@ type getTask struct {
 	val  []byte
 	err  error
 	done chan struct{}
+	// waiting is set once the caller is about to block on done: a worker
+	// that completes the task then hands its P to the caller at once
+	// (readpool.Awaited).
+	waiting atomic.Bool
+	// missed says the caller looked in the row cache already (the fast
+	// path) and counted a miss, at stripe generation gen: the step goes
+	// straight to Pebble.
+	missed bool
+	gen    uint64
+}
+
+// serveFromCache is Get's fast path, run by Pool.Bypass: a hit is the
+// answer; a miss is remembered so the task does not look again.
+func (t *getTask) serveFromCache() (int64, bool) {
+	val, ok, gen := t.db.cache.lookup(t.key)
+	if ok {
+		t.val = val
+		return int64(len(val)), true
+	}
+	t.db.cache.misses.Add(1)
+	t.missed, t.gen = true, gen
+	return 0, false
+}
+
+// reset readies t for its next Get and recycles it.
+func (t *getTask) reset() {
+	t.db, t.key, t.val, t.err = nil, nil, nil, nil
+	t.missed, t.gen = false, 0
+	t.waiting.Store(false)
+	getTasks.Put(t)
 }
 
 var getTasks = sync.Pool{New: func() any { return &getTask{done: make(chan struct{}, 1)} }}
 
 func (t *getTask) Step(*readpool.StepContext) readpool.Status {
-	t.val, t.err = t.db.read(t.key)
+	if !t.missed {
+		t.val, t.err = t.db.read(t.key)
+		return readpool.Ready
+	}
+	if h := t.db.hooks.beforeRead; h != nil {
+		h(t.key)
+	}
+	t.val, t.err = t.db.readStorage(t.key, t.gen)
 	return readpool.Ready
 }
+
+// Waiting implements readpool.Awaited.
+func (t *getTask) Waiting() bool { return t.waiting.Load() }
 
 func (t *getTask) Done(err error) {
 	if err != nil {

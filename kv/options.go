@@ -33,6 +33,12 @@ type Options struct {
 	// RowCacheSize is the value cache in front of Get, in bytes; 0 =
 	// 32 MiB; < 0 turns it off.
 	RowCacheSize int64
+	// RowCacheHitsInPool sends Gets that hit the row cache through the
+	// read pool like misses. By default (false) a hit is answered on the
+	// caller's goroutine, without a task or a worker, and is still counted
+	// in the pool's figures (Bypassed) and charged to its resource group;
+	// a group out of tokens takes the pool's path either way.
+	RowCacheHitsInPool bool
 	// NoSync makes writes return before they are fsynced: a crash may lose
 	// the writes of the last moments (the WAL not yet synced), never older
 	// ones, and never tears a batch.

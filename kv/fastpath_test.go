@@ -1,0 +1,172 @@
+package kv
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coopkv/coopkv/resource"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// cacheKey stores key, reads it once so the row cache holds it, and waits
+// until ristretto has applied the insert. It reads as a Get's step does,
+// without the pool, which may be saturated.
+func cacheKey(t *testing.T, db *DB, key, val string) {
+	t.Helper()
+	require.NoError(t, db.Set([]byte(key), []byte(val)))
+	_, err := db.read([]byte(key))
+	require.NoError(t, err)
+	db.cache.c.Wait()
+	_, ok, _ := db.cache.lookup([]byte(key))
+	require.True(t, ok, "the first Get cached %q", key)
+}
+
+func TestGet_CacheHitNeedsNoWorker(t *testing.T) {
+	db, release := openSaturated(t, Options{})
+	defer release()
+	cacheKey(t, db, "hot", "v")
+	before := db.Stats()
+
+	// The only worker is held: a Get that needed it would block. A hit
+	// does not.
+	for range 10 {
+		v, err := db.Get(context.Background(), []byte("hot"))
+		require.NoError(t, err)
+		assert.Equal(t, "v", string(v))
+	}
+	after := db.Stats()
+	assert.EqualValues(t, 10, after.Pool.Bypassed-before.Pool.Bypassed)
+	assert.EqualValues(t, 10, after.Pool.Spawned-before.Pool.Spawned, "hits count as spawned")
+	assert.EqualValues(t, 10, after.Pool.Completed-before.Pool.Completed, "and as completed")
+	assert.Equal(t, before.Pool.Steps, after.Pool.Steps, "no step ran for them")
+	assert.EqualValues(t, 10, after.RowCache.Hits-before.RowCache.Hits)
+	assert.Equal(t, before.RowCache.Misses, after.RowCache.Misses)
+
+	// A miss still needs the worker: it waits, and ends at its deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := db.Get(ctx, []byte("cold"))
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.EqualValues(t, 1, db.Stats().RowCache.Misses-after.RowCache.Misses, "the fast path's miss is counted once")
+}
+
+func TestGet_RowCacheHitsInPoolTurnsTheFastPathOff(t *testing.T) {
+	db := openTest(t, "", &Options{InMemory: true, RowCacheHitsInPool: true})
+	cacheKey(t, db, "hot", "v")
+	before := db.Stats()
+	for range 5 {
+		_, err := db.Get(context.Background(), []byte("hot"))
+		require.NoError(t, err)
+	}
+	after := db.Stats()
+	assert.Zero(t, after.Pool.Bypassed)
+	assert.EqualValues(t, 5, after.Pool.Steps-before.Pool.Steps, "each hit ran as a step")
+	assert.EqualValues(t, 5, after.RowCache.Hits-before.RowCache.Hits)
+}
+
+func TestGet_CacheHitChargedToItsGroup(t *testing.T) {
+	db := openTest(t, "", &Options{InMemory: true, ResourceControl: true})
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "app", RUPerSec: 1000, Burstable: true}))
+	cacheKey(t, db, "hot", "value")
+	ctx := WithResourceGroup(context.Background(), "app")
+	ru := func() float64 {
+		for _, g := range db.ResourceGroups().Stats() {
+			if g.Name == "app" {
+				return g.RU
+			}
+		}
+		return -1
+	}
+	before, bypassed := ru(), db.Stats().Pool.Bypassed
+	for range 20 {
+		v, err := db.Get(ctx, []byte("hot"))
+		require.NoError(t, err)
+		assert.Equal(t, "value", string(v))
+	}
+	assert.EqualValues(t, 20, db.Stats().Pool.Bypassed-bypassed)
+	// At least the per-request charge of each Get.
+	assert.GreaterOrEqual(t, ru()-before, 20*resource.RU(0, 0, true)-1e-9)
+}
+
+func TestGet_ThrottledGroupsCacheHitTakesThePoolsPath(t *testing.T) {
+	db := openTest(t, "", &Options{InMemory: true, ResourceControl: true})
+	cacheKey(t, db, "hot", "v")
+	// A limited group whose bucket (one second's worth) one request empties;
+	// it then refills at 0.001 RU/s: its next read is held for hours.
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "slow", RUPerSec: resource.MinRUPerSec}))
+	ctx := WithResourceGroup(context.Background(), "slow")
+	_, err := db.Get(ctx, []byte("hot"))
+	require.NoError(t, err, "the bucket starts full")
+	bypassed := db.Stats().Pool.Bypassed
+
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	_, err = db.Get(ctx, []byte("hot"))
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "held by its group's limit, though the value is cached")
+	assert.Equal(t, bypassed, db.Stats().Pool.Bypassed)
+
+	// Other groups' hits are not held.
+	_, err = db.Get(context.Background(), []byte("hot"))
+	require.NoError(t, err)
+	assert.Equal(t, bypassed+1, db.Stats().Pool.Bypassed)
+}
+
+func TestGet_CallerHandoffWhenAWorkerCompletesAQueuedGet(t *testing.T) {
+	db, release := openSaturated(t, Options{RowCacheSize: -1})
+	require.NoError(t, db.Set([]byte("k"), []byte("v")))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		v, err := db.Get(context.Background(), []byte("k"))
+		assert.NoError(t, err)
+		assert.Equal(t, "v", string(v))
+	})
+	// The Get is queued behind the held one; once it is, it is blocked.
+	require.Eventually(t, func() bool { return db.Stats().Pool.Queued == 1 }, 10*time.Second, time.Millisecond)
+	release()
+	wg.Wait()
+	require.Eventually(t, func() bool { return db.Stats().Pool.Parked == 1 }, 10*time.Second, time.Millisecond)
+	// The queued Get ran on the worker, its caller blocked; the held one
+	// too, unless it ran inline, on its caller's goroutine (when the
+	// worker was parked at the time), where there is nobody to hand to.
+	s := db.Stats().Pool
+	require.LessOrEqual(t, s.Inline, int64(1))
+	assert.Equal(t, 2-s.Inline, s.CallerHandoffs)
+}
+
+func TestStripesFor(t *testing.T) {
+	assert.Equal(t, minStripes, stripesFor(1))
+	assert.Equal(t, minStripes, stripesFor(64<<10))
+	assert.Equal(t, 1<<18, stripesFor(32<<20), "one per 128 bytes")
+	assert.Equal(t, maxStripes, stripesFor(1<<40))
+}
+
+func TestRowCache_AWriteSparesOtherKeys(t *testing.T) {
+	// With 4,096 fixed stripes, 1,000 writes to other keys dropped ~250 of
+	// 1,000 cached entries; with a stripe per 128 bytes of the cache, ~4.
+	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
+	const n = 1000
+	b := db.NewBatch()
+	for i := range n {
+		b.Set(keyN(i), []byte("v"))
+	}
+	require.NoError(t, db.Apply(b))
+	ctx := context.Background()
+	for i := range n {
+		_, err := db.Get(ctx, keyN(i))
+		require.NoError(t, err)
+	}
+	db.cache.c.Wait()
+	for i := range n {
+		require.NoError(t, db.Set(keyN(n+i), []byte("other")))
+	}
+	hits := 0
+	for i := range n {
+		if _, ok, _ := db.cache.lookup(keyN(i)); ok {
+			hits++
+		}
+	}
+	assert.GreaterOrEqual(t, hits, n-30, "entries dropped by writes to other keys")
+}
