@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coopkv/coopkv/resource"
+)
+
+// errEmptyGroup refuses an empty NAME, which would address the list of
+// groups instead of one.
+var errEmptyGroup = errors.New("empty group name")
+
+// groupsAnswer is the body of GET /groups.
+type groupsAnswer struct {
+	ResourceControl bool                  `json:"resource_control"`
+	Groups          []resource.GroupStats `json:"groups"`
+}
+
+// groupsReport is what kvctl groups prints with --json.
+type groupsReport struct {
+	ResourceControl bool       `json:"resource_control"`
+	Groups          []groupRow `json:"groups"`
+}
+
+// groupRow is a group's figures as the endpoint gives them, and its share.
+type groupRow struct {
+	resource.GroupStats
+	// Share is the group's RU/s over the total RU/s of the limited groups
+	// (RU/s > 0): what it gets when they all want more than the pool
+	// has. nil (null) for an unlimited group.
+	Share *float64 `json:"share"`
+}
+
+// newGroupsCmd builds "kvctl groups" (GET /groups) with its subcommands
+// set and delete.
+func newGroupsCmd(out *output) *cobra.Command {
+	var lf liveFlags
+	cmd := &cobra.Command{
+		Use:   "groups",
+		Short: "Show the resource groups; set and delete them",
+		Long: `groups shows the resource groups of a running store (GET /groups), one
+row per group:
+
+  priority    its class: high always runs before medium, medium before low
+  RU/s        its share and, unless burstable, its limit; 0 = unlimited
+  share       its RU/s over the total RU/s of the limited groups
+  burstable   whether it may exceed its RU/s when the pool has room
+  RU last s   request units consumed over the last second
+  RU total    request units consumed since the store opened
+  queued, running, held (waiting for the group's tokens)
+  throttled   how long its tasks have been held by its limit, in all
+
+The groups schedule reads only when the store runs with resource control
+(kv.Options.ResourceControl); kvctl says whether it does. Without it they
+can still be configured, and apply once the store is opened with it.`,
+		Example: `  kvctl groups
+  kvctl groups set batch --ru 2000 --priority low
+  kvctl groups set oltp --ru 500 --burstable --priority high
+  kvctl groups delete batch`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := lf.client()
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			var a groupsAnswer
+			if err := c.do(cmd.Context(), "GET", "/groups", nil, &a); err != nil {
+				return interrupted(cmd.Context(), err)
+			}
+			rep := groupsReport{ResourceControl: a.ResourceControl, Groups: groupRows(a.Groups)}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), rep)
+			}
+			return printGroups(cmd.OutOrStdout(), &rep)
+		},
+	}
+	lf.add(cmd)
+	cmd.AddCommand(newGroupsSetCmd(out, &lf), newGroupsDeleteCmd(out, &lf))
+	return cmd
+}
+
+// groupRows adds each group's share of the limited groups' RU/s.
+func groupRows(gs []resource.GroupStats) []groupRow {
+	var total float64
+	for _, g := range gs {
+		if g.RUPerSec > 0 {
+			total += g.RUPerSec
+		}
+	}
+	rows := make([]groupRow, len(gs))
+	for i, g := range gs {
+		rows[i].GroupStats = g
+		if g.RUPerSec > 0 {
+			s := g.RUPerSec / total
+			rows[i].Share = &s
+		}
+	}
+	return rows
+}
+
+// printGroups prints the groups as a table, after whether they schedule.
+func printGroups(w io.Writer, r *groupsReport) error {
+	if r.ResourceControl {
+		fmt.Fprintln(w, "resource control: on (reads are scheduled by group)")
+	} else {
+		fmt.Fprintln(w, "resource control: off (the groups are kept but do not schedule reads; open the store with kv.Options.ResourceControl)")
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPRIORITY\tRU/S\tSHARE\tBURSTABLE\tRU LAST S\tRU TOTAL\tQUEUED\tRUNNING\tHELD\tTHROTTLED")
+	for _, g := range r.Groups {
+		share := "-"
+		if g.Share != nil {
+			share = percent(*g.Share)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n",
+			g.Name, g.Priority, ruLimit(g.RUPerSec), share, yesNo(g.Burstable),
+			ru(g.RULastSecond), ru(g.RU), g.Queued, g.Running, g.Held, shortDur(g.Throttled))
+	}
+	return tw.Flush()
+}
+
+// ruLimit renders a group's RU/s, 0 being unlimited.
+func ruLimit(v float64) string {
+	if v == 0 {
+		return "unlimited"
+	}
+	return ru(v)
+}
+
+// ru renders request units to one decimal: RU are fractional, and a
+// tenth is below what matters.
+func ru(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// yesNo renders a flag for a table.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// newGroupsSetCmd builds "kvctl groups set" (PUT /groups/NAME); lf are
+// the flags of its parent, groups.
+func newGroupsSetCmd(out *output, lf *liveFlags) *cobra.Command {
+	var (
+		cfg      resource.GroupConfig
+		priority string
+	)
+	cmd := &cobra.Command{
+		Use:   "set NAME --ru N [--burstable] [--priority low|medium|high]",
+		Short: "Create or replace a resource group",
+		Long: `set creates the resource group NAME, or replaces its whole config
+(PUT /groups/NAME): a flag not given takes its default, not the group's
+old value. It prints the config in force. Reads queued after it follow
+the new config at once.
+
+--ru is the group's share of the pool in request units per second and,
+unless --burstable, its limit; 0 = unlimited. --priority is its class
+(default medium).`,
+		Example: `  kvctl groups set batch --ru 2000 --priority low
+  kvctl groups set oltp --ru 500 --burstable --priority high
+  kvctl groups set default --ru 0 --burstable --priority medium`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Name = args[0]
+			if cfg.Name == "" {
+				return errEmptyGroup
+			}
+			p, err := resource.ParsePriority(priority)
+			if err != nil {
+				return fmt.Errorf("--priority: %w", err)
+			}
+			cfg.Priority = p
+			c, err := lf.client()
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			ctx := cmd.Context()
+			var got resource.GroupConfig
+			if err := c.do(ctx, "PUT", "/groups/"+cfg.Name, cfg, &got); err != nil {
+				return interrupted(ctx, err)
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), got)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "group %s: %s RU/s, burstable %s, priority %s\n",
+				strconv.Quote(got.Name), ruLimit(got.RUPerSec), yesNo(got.Burstable), got.Priority)
+			warnIfUncontrolled(ctx, c, cmd.ErrOrStderr())
+			return nil
+		},
+	}
+	cmd.Flags().Float64Var(&cfg.RUPerSec, "ru", 0, "request units per second: the group's share and, unless --burstable, its limit; 0 = unlimited")
+	cmd.Flags().BoolVar(&cfg.Burstable, "burstable", false, "let the group exceed --ru when the pool has spare capacity")
+	cmd.Flags().StringVar(&priority, "priority", "medium", "the group's class: low, medium or high")
+	_ = cmd.MarkFlagRequired("ru") // the flag exists
+	return cmd
+}
+
+// warnIfUncontrolled tells the operator who just configured a group that
+// it will not schedule anything yet. It is a courtesy: a failure to ask is
+// ignored.
+func warnIfUncontrolled(ctx context.Context, c *adminClient, errOut io.Writer) {
+	var a groupsAnswer
+	if c.do(ctx, "GET", "/groups", nil, &a) == nil && !a.ResourceControl {
+		fmt.Fprintln(errOut, "kvctl: note: resource control is off on this store; groups apply once it is opened with kv.Options.ResourceControl")
+	}
+}
+
+// newGroupsDeleteCmd builds "kvctl groups delete" (DELETE /groups/NAME).
+func newGroupsDeleteCmd(out *output, lf *liveFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a resource group",
+		Long: `delete removes the resource group NAME (DELETE /groups/NAME). Its reads,
+and reads that name it later, run as the group "default", which cannot be
+deleted.`,
+		Example: `  kvctl groups delete batch`,
+		Args:    exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return errEmptyGroup
+			}
+			c, err := lf.client()
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			var got struct {
+				Deleted string `json:"deleted"`
+			}
+			if err := c.do(cmd.Context(), "DELETE", "/groups/"+args[0], nil, &got); err != nil {
+				return interrupted(cmd.Context(), err)
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), got)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted group %s\n", strconv.Quote(got.Deleted))
+			return err
+		},
+	}
+}

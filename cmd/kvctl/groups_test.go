@@ -1,0 +1,121 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/resource"
+)
+
+// group finds a group in a report by name.
+func group(t *testing.T, rep groupsReport, name string) (groupRow, bool) {
+	t.Helper()
+	for _, g := range rep.Groups {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return groupRow{}, false
+}
+
+func TestGroups(t *testing.T) {
+	db, addr := liveStore(t, kv.Options{ResourceControl: true, Workers: 2})
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "batch", RUPerSec: 3000, Priority: resource.PriorityLow}))
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "oltp", RUPerSec: 1000, Burstable: true, Priority: resource.PriorityHigh}))
+	load(t, db, "batch")
+	reads(t, db, "oltp", 50)
+
+	rep := decode[groupsReport](t, kvctl(t, "groups", "--addr", addr, "--json").ok(t))
+	assert.True(t, rep.ResourceControl)
+	var names []string
+	for _, g := range rep.Groups {
+		names = append(names, g.Name)
+	}
+	assert.Equal(t, []string{"batch", "default", "oltp"}, names, "by name")
+
+	batch, _ := group(t, rep, "batch")
+	assert.Equal(t, "low", batch.Priority)
+	assert.InDelta(t, 3000, batch.RUPerSec, 0)
+	assert.False(t, batch.Burstable)
+	require.NotNil(t, batch.Share)
+	assert.InDelta(t, 0.75, *batch.Share, 1e-9, "3000 of the limited groups' 4000 RU/s")
+
+	oltp, _ := group(t, rep, "oltp")
+	assert.Equal(t, "high", oltp.Priority)
+	assert.True(t, oltp.Burstable)
+	require.NotNil(t, oltp.Share)
+	assert.InDelta(t, 0.25, *oltp.Share, 1e-9)
+	assert.Positive(t, oltp.RU, "oltp's reads were charged to it")
+
+	def, _ := group(t, rep, "default")
+	assert.Nil(t, def.Share, "default is unlimited: no share of the limited groups'")
+	assert.Zero(t, def.RUPerSec)
+
+	out := kvctl(t, "groups", "--addr", addr).ok(t)
+	assert.Contains(t, out, "resource control: on")
+	for _, s := range []string{"NAME", "PRIORITY", "RU/S", "SHARE", "BURSTABLE", "RU LAST S", "RU TOTAL", "QUEUED", "RUNNING", "HELD", "THROTTLED", "75.0%", "25.0%", "unlimited"} {
+		assert.Contains(t, out, s)
+	}
+}
+
+func TestGroups_ResourceControlOff(t *testing.T) {
+	_, addr := liveStore(t, kv.Options{})
+	rep := decode[groupsReport](t, kvctl(t, "groups", "--addr", addr, "--json").ok(t))
+	assert.False(t, rep.ResourceControl)
+	_, ok := group(t, rep, "default")
+	assert.True(t, ok, "the groups are listed all the same")
+	assert.Contains(t, kvctl(t, "groups", "--addr", addr).ok(t), "resource control: off")
+
+	// Setting a group works, with a note that it schedules nothing yet.
+	r := kvctl(t, "groups", "set", "batch", "--ru", "10", "--addr", addr)
+	assert.Equal(t, "group \"batch\": 10.0 RU/s, burstable no, priority medium\n", r.ok(t))
+	assert.Contains(t, r.stderr, "resource control is off on this store")
+}
+
+func TestGroupsSetDelete(t *testing.T) {
+	db, addr := liveStore(t, kv.Options{ResourceControl: true})
+	load(t, db, "batch")
+
+	got := decode[resource.GroupConfig](t, kvctl(t, "groups", "set", "batch", "--ru", "2000", "--priority", "low", "--addr", addr, "--json").ok(t))
+	assert.Equal(t, resource.GroupConfig{Name: "batch", RUPerSec: 2000, Priority: resource.PriorityLow}, got)
+	cfg, ok := db.ResourceGroups().Get("batch")
+	require.True(t, ok)
+	assert.Equal(t, got, cfg, "the store's config is what kvctl printed")
+	rep := decode[groupsReport](t, kvctl(t, "groups", "--addr", addr, "--json").ok(t))
+	g, ok := group(t, rep, "batch")
+	require.True(t, ok)
+	assert.InDelta(t, 2000, g.RUPerSec, 0)
+	assert.Equal(t, "low", g.Priority)
+
+	// set replaces the whole config: the priority not given is medium again.
+	r := kvctl(t, "groups", "set", "batch", "--ru", "0", "--burstable", "--addr", addr)
+	assert.Equal(t, "group \"batch\": unlimited RU/s, burstable yes, priority medium\n", r.ok(t))
+	assert.Empty(t, r.stderr, "resource control is on: no note")
+	cfg, _ = db.ResourceGroups().Get("batch")
+	assert.Equal(t, resource.GroupConfig{Name: "batch", Burstable: true, Priority: resource.PriorityMedium}, cfg)
+
+	// The priority by number, as the endpoint takes it.
+	got = decode[resource.GroupConfig](t, kvctl(t, "groups", "set", "batch", "--ru", "5", "--priority", "16", "--addr", addr, "--json").ok(t))
+	assert.Equal(t, resource.PriorityHigh, got.Priority)
+
+	del := decode[map[string]string](t, kvctl(t, "groups", "delete", "batch", "--addr", addr, "--json").ok(t))
+	assert.Equal(t, map[string]string{"deleted": "batch"}, del)
+	rep = decode[groupsReport](t, kvctl(t, "groups", "--addr", addr, "--json").ok(t))
+	_, ok = group(t, rep, "batch")
+	assert.False(t, ok, "deleted")
+	_, ok = db.ResourceGroups().Get("batch")
+	assert.False(t, ok)
+
+	// A name that needs escaping in a URL.
+	kvctl(t, "groups", "set", "a b/c?d", "--ru", "1", "--addr", addr).ok(t)
+	_, ok = db.ResourceGroups().Get("a b/c?d")
+	assert.True(t, ok)
+	assert.Equal(t, "deleted group \"a b/c?d\"\n", kvctl(t, "groups", "delete", "a b/c?d", "--addr", addr).ok(t))
+
+	r = kvctl(t, "groups", "delete", "", "--addr", addr)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "empty group name")
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/readpool"
+)
+
+// poolReport is what kvctl pool prints with --json: the endpoint's pool
+// figures as they are, and the shares kvctl derives from them.
+type poolReport struct {
+	Scheduler kv.Scheduler `json:"scheduler"`
+	Closed    bool         `json:"closed"`
+	// Pool is nil (null) with the direct scheduler, which has no pool.
+	Pool *readpool.Stats `json:"pool"`
+	// LevelShares is each queue level's share of the step time so far
+	// (its time ÷ every level's); nil before the first step.
+	LevelShares []float64 `json:"level_shares"`
+}
+
+// newPoolCmd builds "kvctl pool" (GET /stats).
+func newPoolCmd(out *output) *cobra.Command {
+	var lf liveFlags
+	cmd := &cobra.Command{
+		Use:   "pool",
+		Short: "Show the read pool: workers, queue levels, tasks, latencies",
+		Long: `pool shows the read pool of a running store (GET /stats):
+
+  scheduler and workers: busy (running a step), parked (asleep), extra
+    (temporary workers standing in for stuck ones);
+  each queue level: tasks queued, its share of the step time so far (the
+    level's time ÷ all levels'), and its steps; level 0's share beside
+    its chance, the share the scheduler currently targets for it;
+  tasks by outcome: spawned, completed, cancelled, dropped (ended while
+    waiting for a worker), panicked, rejected_busy (refused: MaxTasks),
+    inline (first step run on the caller's goroutine);
+  queue wait (ready to running) and step time: p50, p99 and max since the
+    pool started;
+  long steps (past the stuck threshold), preempted steps and yields.
+
+With the direct scheduler reads run on their callers' goroutines and
+there is no pool to show.`,
+		Example: `  kvctl pool
+  kvctl pool --addr 10.0.0.5:7070
+  kvctl pool --json | jq .pool.queue_wait.p99_ns`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := lf.client()
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			var st kv.Stats
+			if err := c.do(cmd.Context(), "GET", "/stats", nil, &st); err != nil {
+				return interrupted(cmd.Context(), err)
+			}
+			rep := poolReport{Scheduler: st.Scheduler, Closed: st.Closed, Pool: st.Pool}
+			if st.Pool != nil {
+				rep.LevelShares = levelShares(st.Pool.Queue.Levels)
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), rep)
+			}
+			return printPool(cmd.OutOrStdout(), &rep)
+		},
+	}
+	lf.add(cmd)
+	return cmd
+}
+
+// levelShares is each level's share of the levels' total step time, nil
+// when no step has run.
+func levelShares(levels []readpool.LevelStats) []float64 {
+	var total time.Duration
+	for _, l := range levels {
+		total += l.Time
+	}
+	if total <= 0 {
+		return nil
+	}
+	s := make([]float64, len(levels))
+	for i, l := range levels {
+		s[i] = float64(l.Time) / float64(total)
+	}
+	return s
+}
+
+// printPool prints the pool's figures as a few small tables.
+func printPool(w io.Writer, r *poolReport) error {
+	if r.Pool == nil {
+		_, err := fmt.Fprintf(w, "no read pool (scheduler %s)\n", r.Scheduler)
+		return err
+	}
+	p := r.Pool
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "scheduler\t%s (queue %s)%s\n", r.Scheduler, p.Queue.Kind, closedNote(r.Closed))
+	fmt.Fprintf(tw, "workers\t%d: busy %d, parked %d, extra %d\n", p.Workers, p.Busy, p.Parked, p.Extra)
+	fmt.Fprintf(tw, "tasks now\tqueued %d, held %d, running %d, pending %d\n", p.Queued, p.Held, p.Running, p.Pending)
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "level\tqueued\tshare of step time\tsteps")
+	for i, l := range p.Queue.Levels {
+		share := "-"
+		if r.LevelShares != nil {
+			share = percent(r.LevelShares[i])
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\n", i, l.Queued, share, l.Steps)
+	}
+	fmt.Fprintf(tw, "level 0\tshare %s, chance (target) %s\n", percent(p.Queue.Level0Share), percent(p.Queue.Chance))
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "tasks\tspawned\tcompleted\tcancelled\tdropped\tpanicked\trejected_busy\tinline")
+	fmt.Fprintf(tw, "\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Spawned, p.Completed, p.Cancelled, p.Dropped, p.Panicked, p.RejectedBusy, p.Inline)
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "\tp50\tp99\tmax\tcount")
+	for _, d := range []struct {
+		name string
+		s    readpool.DurationSummary
+	}{{"queue wait", p.QueueWait}, {"step time", p.StepTime}} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", d.name, shortDur(d.s.P50), shortDur(d.s.P99), shortDur(d.s.Max), d.s.Count)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintf(tw, "steps\t%d: long %d, preempted %d, yields %d\n", p.Steps, p.LongSteps, p.Preempted, p.Yields)
+	return tw.Flush()
+}
+
+// closedNote marks figures of a closed store, which /stats still serves.
+func closedNote(closed bool) string {
+	if closed {
+		return " — the store is closed; these are its last figures"
+	}
+	return ""
+}
+
+// percent renders a fraction as a percentage with one decimal.
+func percent(f float64) string { return strconv.FormatFloat(100*f, 'f', 1, 64) + "%" }
+
+// shortDur renders d to three significant digits (1.23ms, not 1.234567ms):
+// enough to read a latency, short enough for a table.
+func shortDur(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	q := time.Duration(1)
+	for d/q >= 1000 {
+		q *= 10
+	}
+	return d.Round(q).String()
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/kv"
+)
+
+func TestPool(t *testing.T) {
+	db, addr := liveStore(t, kv.Options{Workers: 2})
+	load(t, db, "")
+	reads(t, db, "", 100)
+
+	rep := decode[poolReport](t, kvctl(t, "pool", "--addr", addr, "--json").ok(t))
+	assert.Equal(t, kv.SchedulerMLFQ, rep.Scheduler)
+	assert.False(t, rep.Closed)
+	p := rep.Pool
+	require.NotNil(t, p)
+	assert.Equal(t, 2, p.Workers)
+	assert.GreaterOrEqual(t, p.Spawned, int64(101))
+	assert.GreaterOrEqual(t, p.Completed, int64(101))
+	assert.GreaterOrEqual(t, p.Steps, int64(101))
+	assert.LessOrEqual(t, p.Completed, p.Spawned)
+	assert.Equal(t, "mlfq", p.Queue.Kind)
+	require.Len(t, p.Queue.Levels, 3)
+	require.Len(t, rep.LevelShares, 3)
+	var sum float64
+	var steps int64
+	for i, s := range rep.LevelShares {
+		assert.GreaterOrEqual(t, s, 0.0)
+		sum += s
+		steps += p.Queue.Levels[i].Steps
+	}
+	assert.InDelta(t, 1, sum, 1e-9)
+	assert.Positive(t, steps)
+	assert.InDelta(t, p.Queue.Level0Share, rep.LevelShares[0], 1e-9, "kvctl's level-0 share is the pool's")
+	assert.GreaterOrEqual(t, p.StepTime.Count, uint64(101))
+	assert.LessOrEqual(t, p.StepTime.P50, p.StepTime.P99)
+	assert.LessOrEqual(t, p.StepTime.P99, p.StepTime.Max)
+	assert.Positive(t, p.StepTime.Max)
+	assert.NotEmpty(t, p.QueueWait.Buckets)
+
+	out := kvctl(t, "pool", "--addr", addr).ok(t)
+	for _, s := range []string{
+		"scheduler  mlfq (queue mlfq)", "workers", "busy", "parked", "extra",
+		"share of step time", "chance (target)", "rejected_busy", "inline",
+		"queue wait", "step time", "p99", "long", "preempted", "yields",
+	} {
+		assert.Contains(t, out, s)
+	}
+}
+
+func TestPool_Direct(t *testing.T) {
+	_, addr := liveStore(t, kv.Options{Scheduler: kv.SchedulerDirect})
+	out := kvctl(t, "pool", "--addr", addr, "--json").ok(t)
+	m := decode[map[string]any](t, out)
+	assert.Equal(t, "direct", m["scheduler"])
+	assert.Contains(t, m, "pool")
+	assert.Nil(t, m["pool"])
+	assert.Equal(t, "no read pool (scheduler direct)\n", kvctl(t, "pool", "--addr", addr).ok(t))
+}
+
+func TestShortDur(t *testing.T) {
+	for d, want := range map[int64]string{
+		0: "0s", -5: "0s", 999: "999ns", 1234: "1.23µs", 1234567: "1.23ms", 17_179_869_184: "17.2s", 999_999: "1ms",
+	} {
+		assert.Equal(t, want, shortDur(durationNS(d)), "%d", d)
+	}
+}
+
+func durationNS(n int64) time.Duration { return time.Duration(n) }

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/readpool"
+)
+
+// clearScreen moves the cursor home and clears the terminal (ANSI), so
+// that each frame of top replaces the last.
+const clearScreen = "\x1b[H\x1b[2J"
+
+// topFrame is one refresh of top; with --json each is one JSON line.
+type topFrame struct {
+	Time time.Time `json:"time"`
+	// WindowSec is the time since the previous refresh that the rates are
+	// over; 0 when there are no rates (the first frame, or after the
+	// endpoint's store changed).
+	WindowSec       float64      `json:"window_s"`
+	Scheduler       kv.Scheduler `json:"scheduler"`
+	Closed          bool         `json:"closed"`
+	Pool            *topPool     `json:"pool"` // null with the direct scheduler
+	ResourceControl bool         `json:"resource_control"`
+	Groups          []topGroup   `json:"groups"`
+	// Note says why a frame has no figures: the endpoint answered 503
+	// (kvbench between two stores), which top waits out.
+	Note string `json:"note,omitempty"`
+}
+
+// topPool is the pool's part of a frame. The rates are null when the frame
+// has none; QueueWaitP99 is null also when no task waited in the window.
+type topPool struct {
+	Workers         int      `json:"workers"`
+	Busy            int      `json:"busy"`
+	Extra           int      `json:"extra"`
+	Queued          int      `json:"queued"`
+	Held            int      `json:"held"`
+	Running         int      `json:"running"`
+	StepsPerSec     *float64 `json:"steps_per_sec"`
+	CompletedPerSec *float64 `json:"completed_per_sec"`
+	// QueueWaits is the number of queue waits in the window, and
+	// QueueWaitP99 their 99th percentile, interpolated in the
+	// cumulative buckets' difference (as Prometheus's histogram_quantile
+	// does).
+	QueueWaits   *uint64        `json:"queue_waits"`
+	QueueWaitP99 *time.Duration `json:"queue_wait_p99_ns"`
+}
+
+// topGroup is a group's part of a frame.
+type topGroup struct {
+	Name      string  `json:"name"`
+	Priority  string  `json:"priority"`
+	RUPerSec  float64 `json:"ru_per_sec"` // configured; 0 = unlimited
+	Burstable bool    `json:"burstable"`
+	// RURate is the RU consumed per second over the window; null when the
+	// frame has no rates or the group is new.
+	RURate  *float64 `json:"ru_rate"`
+	Queued  int64    `json:"queued"`
+	Running int64    `json:"running"`
+	Held    int64    `json:"held"`
+}
+
+// snapshot is what one refresh read from the endpoint.
+type snapshot struct {
+	at     time.Time
+	stats  kv.Stats
+	groups groupsAnswer
+}
+
+// newTopCmd builds "kvctl top".
+func newTopCmd(out *output) *cobra.Command {
+	var (
+		lf       liveFlags
+		interval time.Duration
+		count    int
+	)
+	cmd := &cobra.Command{
+		Use:   "top",
+		Short: "Refresh the pool's and the groups' figures every second, with rates",
+		Long: `top reads the pool's and the groups' figures every second (GET /stats and
+GET /groups) and shows, from each refresh and the one before it:
+
+  steps/s and tasks completed/s of the read pool;
+  the queue wait's p99 over that second: the percentile of the waits that
+    ended in it, from the difference of the two refreshes' cumulative
+    histograms, not since the pool started as "kvctl pool" shows;
+  each group's RU/s consumed, beside its configured RU/s.
+
+It clears the screen between frames when stdout is a terminal; otherwise
+(and with --json, one JSON line per frame) it appends. When the endpoint
+answers 503 — kvbench between two stores — top shows its message and
+waits. Ctrl-C ends it, with exit status 130.`,
+		Example: `  kvctl top
+  kvctl top --addr 127.0.0.1:7070 --json | jq .pool.steps_per_sec`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if interval <= 0 {
+				return fmt.Errorf("--interval %v: want a positive duration", interval)
+			}
+			if count < 0 {
+				return fmt.Errorf("--count %d: want 0 (until Ctrl-C) or more", count)
+			}
+			c, err := lf.client()
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			w := cmd.OutOrStdout()
+			tp := &top{c: c, w: w, json: out.json, clear: !out.json && isTerminal(w), interval: interval}
+			return tp.run(cmd.Context(), count)
+		},
+	}
+	lf.add(cmd)
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "time between refreshes")
+	cmd.Flags().IntVar(&count, "count", 0, "stop after this many refreshes; 0 = until Ctrl-C")
+	// For tests and scripts; an operator watches at the default.
+	_ = cmd.Flags().MarkHidden("interval")
+	_ = cmd.Flags().MarkHidden("count")
+	return cmd
+}
+
+// isTerminal reports whether w is a terminal, where top redraws in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// top is one run of kvctl top.
+type top struct {
+	c        *adminClient
+	w        io.Writer
+	json     bool
+	clear    bool
+	interval time.Duration
+}
+
+// run refreshes count times (0: until ctx ends). Ctrl-C is how an
+// operator stops it, so it returns the bare errInterrupted then.
+func (tp *top) run(ctx context.Context, count int) error {
+	tick := time.NewTicker(tp.interval)
+	defer tick.Stop()
+	var prev *snapshot
+	for n := 0; count == 0 || n < count; n++ {
+		if n > 0 {
+			select {
+			case <-ctx.Done():
+				return tp.stopped(ctx)
+			case <-tick.C:
+			}
+		}
+		cur, err := tp.fetch(ctx)
+		var se *statusError
+		switch {
+		case ctx.Err() != nil:
+			return tp.stopped(ctx)
+		case errors.As(err, &se) && se.code == http.StatusServiceUnavailable:
+			prev = nil // the next store's counters start afresh
+			if err := tp.print(&topFrame{Time: time.Now(), Note: se.msg}); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return err
+		}
+		if err := tp.print(frame(prev, cur)); err != nil {
+			return err
+		}
+		prev = cur
+	}
+	return nil
+}
+
+// stopped is run's error when ctx ended: the bare errInterrupted for
+// Ctrl-C, which exits 130 without a message.
+func (tp *top) stopped(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), errInterrupted) {
+		return errInterrupted
+	}
+	return context.Cause(ctx)
+}
+
+// fetch takes a snapshot: /stats, stamped when it answered, then
+// /groups.
+func (tp *top) fetch(ctx context.Context) (*snapshot, error) {
+	var s snapshot
+	if err := tp.c.do(ctx, "GET", "/stats", nil, &s.stats); err != nil {
+		return nil, err
+	}
+	s.at = time.Now()
+	if err := tp.c.do(ctx, "GET", "/groups", nil, &s.groups); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// frame computes a frame from the refresh cur and the one before it, prev
+// (nil for the first). A counter that went back means the endpoint now
+// serves another store: that frame has no rates.
+func frame(prev, cur *snapshot) *topFrame {
+	f := &topFrame{
+		Time:            cur.at,
+		Scheduler:       cur.stats.Scheduler,
+		Closed:          cur.stats.Closed,
+		ResourceControl: cur.groups.ResourceControl,
+	}
+	var window float64
+	if prev != nil {
+		window = cur.at.Sub(prev.at).Seconds()
+	}
+	if p := cur.stats.Pool; p != nil {
+		f.Pool = &topPool{Workers: p.Workers, Busy: p.Busy, Extra: p.Extra, Queued: p.Queued, Held: p.Held, Running: p.Running}
+		if prev != nil && prev.stats.Pool != nil && window > 0 {
+			q := prev.stats.Pool
+			if p.Steps >= q.Steps && p.Completed >= q.Completed {
+				f.WindowSec = window
+				f.Pool.StepsPerSec = ptr(float64(p.Steps-q.Steps) / window)
+				f.Pool.CompletedPerSec = ptr(float64(p.Completed-q.Completed) / window)
+				if d, n, ok := windowQuantile(q.QueueWait, p.QueueWait, 0.99); ok {
+					f.Pool.QueueWaits = &n
+					if n > 0 {
+						f.Pool.QueueWaitP99 = &d
+					}
+				}
+			}
+		}
+	}
+	before := map[string]float64{}
+	if prev != nil {
+		for _, g := range prev.groups.Groups {
+			before[g.Name] = g.RU
+		}
+	}
+	for _, g := range cur.groups.Groups {
+		tg := topGroup{Name: g.Name, Priority: g.Priority, RUPerSec: g.RUPerSec, Burstable: g.Burstable, Queued: g.Queued, Running: g.Running, Held: g.Held}
+		if ru0, ok := before[g.Name]; ok && window > 0 && g.RU >= ru0 {
+			f.WindowSec = window
+			tg.RURate = ptr((g.RU - ru0) / window)
+		}
+		f.Groups = append(f.Groups, tg)
+	}
+	return f
+}
+
+// ptr returns a pointer to a copy of v, for the optional JSON figures.
+func ptr[T any](v T) *T { return &v }
+
+// windowQuantile is the q-quantile of the observations between two
+// snapshots of one cumulative histogram, and their number. Within the
+// bucket that holds it the quantile is interpolated linearly; past the
+// last bucket it is that bucket's bound (a lower bound). ok is false when
+// the two do not fit together: different buckets, or counts that went
+// back (another pool).
+func windowQuantile(prev, cur readpool.DurationSummary, q float64) (d time.Duration, n uint64, ok bool) {
+	if cur.Count < prev.Count || len(cur.Buckets) != len(prev.Buckets) {
+		return 0, 0, false
+	}
+	n = cur.Count - prev.Count
+	delta := make([]uint64, len(cur.Buckets))
+	for i, b := range cur.Buckets {
+		p := prev.Buckets[i]
+		if b.Le != p.Le || b.Count < p.Count {
+			return 0, 0, false
+		}
+		delta[i] = b.Count - p.Count
+	}
+	if n == 0 {
+		return 0, 0, true
+	}
+	rank := q * float64(n)
+	var lo time.Duration
+	var loCount uint64
+	for i, c := range delta {
+		hi := cur.Buckets[i].Le
+		if float64(c) >= rank && c > loCount {
+			frac := (rank - float64(loCount)) / float64(c-loCount)
+			return lo + time.Duration(frac*float64(hi-lo)), n, true
+		}
+		lo, loCount = hi, c
+	}
+	return lo, n, true // past the last bucket, or no buckets (lo is 0)
+}
+
+// print writes a frame: a JSON line, or a table (replacing the last one
+// on a terminal).
+func (tp *top) print(f *topFrame) error {
+	if tp.json {
+		return newJSONLines(tp.w).write(f)
+	}
+	if tp.clear {
+		if _, err := io.WriteString(tp.w, clearScreen); err != nil {
+			return err
+		}
+	}
+	tw := tabwriter.NewWriter(tp.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "kvctl top — %s — %s\n", f.Time.Format(time.TimeOnly), tp.c.base)
+	if f.Note != "" {
+		fmt.Fprintf(tw, "the endpoint says: %s; waiting\n\n", f.Note)
+		return tw.Flush()
+	}
+	fmt.Fprintf(tw, "scheduler %s%s\n\n", f.Scheduler, closedNote(f.Closed))
+	if p := f.Pool; p != nil {
+		fmt.Fprintf(tw, "workers %d (busy %d, extra %d)\tqueued %d\theld %d\trunning %d\n", p.Workers, p.Busy, p.Extra, p.Queued, p.Held, p.Running)
+		wait := "-"
+		if p.QueueWaitP99 != nil {
+			wait = fmt.Sprintf("%s (%d waits)", shortDur(*p.QueueWaitP99), *p.QueueWaits)
+		} else if p.QueueWaits != nil {
+			wait = "no waits"
+		}
+		fmt.Fprintf(tw, "steps/s %s\tcompleted/s %s\tqueue-wait p99 %s\n\n", rate(p.StepsPerSec), rate(p.CompletedPerSec), wait)
+	} else {
+		fmt.Fprintf(tw, "no read pool (scheduler %s)\n\n", f.Scheduler)
+	}
+	if f.ResourceControl {
+		fmt.Fprintln(tw, "resource control on")
+	} else {
+		fmt.Fprintln(tw, "resource control off (groups do not schedule reads)")
+	}
+	fmt.Fprintln(tw, "GROUP\tPRIORITY\tRU/S LIMIT\tRU/S NOW\tQUEUED\tRUNNING\tHELD")
+	for _, g := range f.Groups {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", g.Name, g.Priority, ruLimit(g.RUPerSec), rate(g.RURate), g.Queued, g.Running, g.Held)
+	}
+	fmt.Fprintln(tw)
+	return tw.Flush()
+}
+
+// rate renders a per-second figure, "-" when there is none yet.
+func rate(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return ru(*v)
+}
