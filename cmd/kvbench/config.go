@@ -30,7 +30,8 @@ type config struct {
 	scanners      int           // noisy, cop: goroutines looping on long scans or aggregates
 	scanLen       int           // scan, groups: keys per scan
 	longScanLen   int           // noisy, cop: keys per long scan or aggregate, capped at keys
-	think         time.Duration // noisy, cop: think time between one client's Gets
+	think         time.Duration // noisy, cop: one Get client's interval between Gets
+	arrival       string        // noisy, cop: when the Get clients' Gets are due, arrivalFixed or arrivalThink
 	oltpRate      float64       // groups: oltp's point Gets per second, over all clients
 	groupScanners int           // groups, groups-steps: scan goroutines per scanning group
 	workloads     []string      // known workload names, in the order given, each baseline before its workload
@@ -40,6 +41,11 @@ type config struct {
 	plotPath      string        // "" = no plot; .png or .svg
 	admin         string        // "" = no admin endpoint; validate makes it HOST:PORT (see adminAddr)
 	quiet         bool          // no progress output
+
+	// onPacedGet, when set (by tests), is called with the latency from
+	// when it was due and the service time of every Get that a paced
+	// client records (see pacedGets), from the clients' goroutines.
+	onPacedGet func(e2e, service time.Duration)
 
 	// rows is set by validate when a workload of the run reads values as
 	// coprocessor rows: then the store's values are rows (see valueMaker).
@@ -83,7 +89,11 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.scanners, "scanners", 8, "noisy, cop: goroutines looping on long scans (cop: on aggregates)")
 	fs.IntVar(&c.scanLen, "scan-len", 1_000, "scan, groups: keys per range scan")
 	fs.IntVar(&c.longScanLen, "long-scan-len", 100_000, "noisy, cop: keys per long scan or aggregate (at most --keys)")
-	fs.DurationVar(&c.think, "think", 200*time.Microsecond, "noisy, cop: think time between one client's Gets, each timed from the end of its think time")
+	fs.DurationVar(&c.think, "think", 200*time.Microsecond, "noisy, cop: one Get client's interval: between two Gets due (--arrival fixed) or after one returns (--arrival think); "+
+		"the clients offer --clients / --think Gets per second")
+	fs.StringVar(&c.arrival, "arrival", arrivalFixed, "noisy, cop: when each Get client's Gets are due, "+strings.Join(arrivals, " or ")+
+		": fixed, on a schedule of the client's own (Get i at i × --think after a random phase), a late Get issued at once, none skipped; "+
+		"think, --think after the previous Get returned. Latency counts from when a Get was due")
 	fs.Float64Var(&c.oltpRate, "oltp-rate", 2_000, "groups: the oltp group's point Gets per second, over --clients goroutines on a fixed schedule")
 	fs.IntVar(&c.groupScanners, "group-scanners", 64, "groups, groups-steps: goroutines looping on scans in each scanning group; shares hold while groups are backlogged, and with too few a group whose queue runs dry gives its share away (the pool is work-conserving)")
 	fs.StringSliceVar(&c.workloads, "workload", []string{"noisy"}, "workloads, comma-separated: "+strings.Join(workloadNames(), ", "))
@@ -144,6 +154,11 @@ func (c *config) validate() error {
 	}
 	if c.think < 0 {
 		bad("--think must not be negative, not %v", c.think)
+	}
+	if !slices.Contains(arrivals, c.arrival) {
+		bad("unknown --arrival %q (known: %s)", c.arrival, strings.Join(arrivals, ", "))
+	} else if c.arrival == arrivalFixed && c.think == 0 {
+		bad("--think 0 with --arrival fixed would make every Get due at once; give --arrival think for Gets back to back")
 	}
 	if !(c.oltpRate > 0) || math.IsInf(c.oltpRate, 0) {
 		bad("--oltp-rate must be a positive number of Gets per second, not %v", c.oltpRate)

@@ -107,7 +107,7 @@ func (t *tenant) clients(e *env, first int) []client {
 		n := e.cfg.clients
 		interval := time.Duration(float64(n) / e.cfg.oltpRate * float64(time.Second))
 		for i := range n {
-			cs = append(cs, scheduledGets(e, first+i, i, n, interval))
+			cs = append(cs, pacedGets(e, first+i, oltpSchedule(interval, i, n)))
 		}
 	} else {
 		n := t.scanLen
@@ -132,36 +132,19 @@ func inGroup(group string, c client) client {
 	return func(ctx context.Context, rec *recorder) { c(kv.WithResourceGroup(ctx, group), rec) }
 }
 
-// scheduledGets returns Get client i of n, with random stream stream:
-// point Gets on a fixed schedule, one every interval, the n clients
-// staggered across it, each Get timed from when it was due (wrk2's
+// oltpSchedule is the schedule of oltp's Get client i of n: one Get every
+// interval, on a fixed schedule whatever --arrival says, the n clients
+// staggered across it. Each Get is timed from when it was due (wrk2's
 // correction), so that a Get kept waiting delays the ones after it and
 // shows in their latency too.
 //
-// Unlike noisy's think times (see pacedGets) the schedule offers the same
-// rate whatever the latency, so oltp alone and oltp beside the scans are
-// asked for the same work and their p99s compare. It falls behind for good
-// only if Gets take longer than interval on average, which high-priority
-// Gets at the default rate (2 ms a client) do not.
-func scheduledGets(e *env, stream, i, n int, interval time.Duration) client {
-	r := e.rand(stream)
-	buf := make([]byte, 0, keyLen)
-	return func(ctx context.Context, rec *recorder) {
-		timer := time.NewTimer(0)
-		defer timer.Stop()
-		due := time.Now().Add(interval * time.Duration(i) / time.Duration(n))
-		for {
-			if !sleepUntil(ctx, timer, due) {
-				return
-			}
-			err := get(ctx, e.db, buf, r.Int64N(e.keys.count()))
-			if ctx.Err() != nil {
-				return
-			}
-			rec.record(classGet, time.Since(due), err)
-			due = due.Add(interval)
-		}
-	}
+// The schedule offers the same rate whatever the latency, so oltp alone
+// and oltp beside the scans are asked for the same work and their p99s
+// compare. It falls behind for good only if Gets take longer than
+// interval on average, which high-priority Gets at the default rate (2 ms
+// a client) do not.
+func oltpSchedule(interval time.Duration, i, n int) schedule {
+	return schedule{arrival: arrivalFixed, interval: interval, offset: interval * time.Duration(i) / time.Duration(n)}
 }
 
 // runGroups runs the resource-group workload w once, on a store of its

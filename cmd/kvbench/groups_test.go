@@ -66,6 +66,14 @@ func TestRun_Groups(t *testing.T) {
 			assert.NotContains(t, r, "ru_per_sec", "a workload without groups has no RU")
 			continue
 		}
+		if id[2] == "get" {
+			// oltp's Gets are on a fixed schedule at --oltp-rate.
+			assert.Equal(t, "fixed", r["arrival"], "%v", id)
+			assert.InDelta(t, 2_000.0, r["offered_per_sec"], 1e-6, "%v", id)
+			assert.Positive(t, r["service_p99_us"], "%v", id)
+		} else {
+			assert.NotContains(t, r, "arrival", "%v is not paced", id)
+		}
 		// Every group consumes RU: the scanning ones saturate the pool,
 		// oltp's Gets are charged a request each.
 		ru, ok := r["ru_per_sec"].(float64)

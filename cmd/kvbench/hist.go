@@ -34,16 +34,24 @@ const (
 
 // classStats is what one client (or, merged, every client) saw of one
 // class: the latencies of the operations that succeeded and the count of
-// those that failed.
+// those that failed; and, for paced Gets (see pacedGets), their service
+// times and the rate they were offered at.
 type classStats struct {
 	hist     *hdrhistogram.Histogram
 	errors   int64
 	firstErr error // kept to tell the user what went wrong
+
+	// The paced Gets' figures, zero for other classes. hist holds their
+	// latencies from when each was due, service from its call to its
+	// return.
+	arrival string                  // the clients' --arrival
+	offered float64                 // Gets per second asked for, summed over the clients; +Inf: unbounded
+	service *hdrhistogram.Histogram // nil unless paced
 }
 
-func newClassStats() *classStats {
-	return &classStats{hist: hdrhistogram.New(histMin, histMax, histDigits)}
-}
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigits) }
+
+func newClassStats() *classStats { return &classStats{hist: newHist()} }
 
 // recorder collects one client goroutine's operations. hdrhistogram is
 // not safe for concurrent use, so each client has its own recorder and the
@@ -52,13 +60,19 @@ type recorder struct {
 	classes [numClasses]*classStats // nil until the class is recorded
 }
 
-// record counts one operation of class c that took d, or failed with err.
-func (r *recorder) record(c class, d time.Duration, err error) {
+// stats returns c's figures, made on first use.
+func (r *recorder) stats(c class) *classStats {
 	cs := r.classes[c]
 	if cs == nil {
 		cs = newClassStats()
 		r.classes[c] = cs
 	}
+	return cs
+}
+
+// record counts one operation of class c that took d, or failed with err.
+func (r *recorder) record(c class, d time.Duration, err error) {
+	cs := r.stats(c)
 	if err != nil {
 		cs.errors++
 		if cs.firstErr == nil {
@@ -66,8 +80,35 @@ func (r *recorder) record(c class, d time.Duration, err error) {
 		}
 		return
 	}
-	// Out of range is impossible after clamping, so the error is nil.
-	_ = cs.hist.RecordValue(min(max(int64(d), histMin), histMax))
+	recordClamped(cs.hist, d)
+}
+
+// pace makes class c paced Gets, from a client that asks for rate of them
+// per second (+Inf: back to back) under arrival, before it records any:
+// a class whose Gets all stall still reports the rate it was offered.
+func (r *recorder) pace(c class, arrival string, rate float64) {
+	cs := r.stats(c)
+	cs.arrival = arrival
+	cs.offered += rate
+	if cs.service == nil {
+		cs.service = newHist()
+	}
+}
+
+// recordPaced counts one paced Get of class c (see pace): e2e from when it
+// was due to its return, service from its call, or its failure err.
+func (r *recorder) recordPaced(c class, e2e, service time.Duration, err error) {
+	r.record(c, e2e, err)
+	if cs := r.classes[c]; err == nil && cs.service != nil {
+		recordClamped(cs.service, service)
+	}
+}
+
+// recordClamped records d in h, clamped into h's range so that an outlier
+// is counted at the edge. Out of range is then impossible, so the error
+// is nil.
+func recordClamped(h *hdrhistogram.Histogram, d time.Duration) {
+	_ = h.RecordValue(min(max(int64(d), histMin), histMax))
 }
 
 // mergeRecorders returns, per class, the sum of what recs saw.
@@ -78,28 +119,57 @@ func mergeRecorders(recs []*recorder) *recorder {
 			if cs == nil {
 				continue
 			}
-			m := out.classes[c]
-			if m == nil {
-				m = newClassStats()
-				out.classes[c] = m
-			}
+			m := out.stats(class(c))
 			m.hist.Merge(cs.hist) // same range: nothing is dropped
 			m.errors += cs.errors
 			if m.firstErr == nil {
 				m.firstErr = cs.firstErr
+			}
+			if cs.service != nil {
+				if m.service == nil {
+					m.service = newHist()
+				}
+				m.service.Merge(cs.service)
+				m.arrival = cs.arrival
+				m.offered += cs.offered
 			}
 		}
 	}
 	return out
 }
 
+// percentiles are a latency histogram's figures.
+type percentiles struct {
+	p50, p99, p999, max time.Duration
+}
+
+// percentilesOf returns h's figures; zero if h is empty.
+func percentilesOf(h *hdrhistogram.Histogram) percentiles {
+	if h.TotalCount() == 0 {
+		return percentiles{}
+	}
+	return percentiles{
+		p50:  time.Duration(h.ValueAtQuantile(50)),
+		p99:  time.Duration(h.ValueAtQuantile(99)),
+		p999: time.Duration(h.ValueAtQuantile(99.9)),
+		max:  time.Duration(h.Max()),
+	}
+}
+
 // summary is a class's figures over one measured phase.
 type summary struct {
-	ops                 int64
-	opsPerSec           float64
-	p50, p99, p999, max time.Duration
-	errors              int64
-	firstErr            error
+	ops       int64
+	opsPerSec float64
+	percentiles
+	errors   int64
+	firstErr error
+
+	// For paced Gets (arrival set): percentiles are from when each Get
+	// was due, service from its call; offered is the Gets per second the
+	// clients asked for, +Inf if unbounded.
+	arrival string
+	offered float64
+	service percentiles
 }
 
 // summarize returns c's figures for a phase that lasted elapsed; a class
@@ -110,15 +180,12 @@ func (r *recorder) summarize(c class, elapsed time.Duration) summary {
 		return summary{}
 	}
 	h := cs.hist
-	s := summary{ops: h.TotalCount(), errors: cs.errors, firstErr: cs.firstErr}
+	s := summary{ops: h.TotalCount(), errors: cs.errors, firstErr: cs.firstErr, percentiles: percentilesOf(h)}
 	if elapsed > 0 {
 		s.opsPerSec = float64(s.ops) / elapsed.Seconds()
 	}
-	if s.ops > 0 {
-		s.p50 = time.Duration(h.ValueAtQuantile(50))
-		s.p99 = time.Duration(h.ValueAtQuantile(99))
-		s.p999 = time.Duration(h.ValueAtQuantile(99.9))
-		s.max = time.Duration(h.Max())
+	if cs.service != nil {
+		s.arrival, s.offered, s.service = cs.arrival, cs.offered, percentilesOf(cs.service)
 	}
 	return s
 }

@@ -82,3 +82,36 @@ func TestClass_Names(t *testing.T) {
 	}
 	assert.Equal(t, []string{"get", "scan", "update", "insert", "rmw", "cop"}, names)
 }
+
+func TestRecorder_Paced(t *testing.T) {
+	a, b, idle := &recorder{}, &recorder{}, &recorder{}
+	a.pace(classGet, arrivalFixed, 5000)
+	b.pace(classGet, arrivalFixed, 5000)
+	idle.pace(classGet, arrivalFixed, 5000)
+	for i := 1; i <= 100; i++ {
+		a.recordPaced(classGet, time.Duration(i)*time.Millisecond, time.Duration(i)*time.Microsecond, nil)
+	}
+	b.recordPaced(classGet, time.Hour, time.Hour, errors.New("busy"))
+
+	s := mergeRecorders([]*recorder{a, b, idle}).summarize(classGet, time.Second)
+	assert.Equal(t, int64(100), s.ops)
+	assert.Equal(t, int64(1), s.errors, "a failed Get is counted, not timed")
+	assert.Equal(t, arrivalFixed, s.arrival)
+	assert.InDelta(t, 15_000.0, s.offered, 1e-9, "the clients' rates add up, a client that recorded nothing too")
+	assert.InEpsilon(t, 50*time.Millisecond, s.p50, 0.001, "the latencies are e2e")
+	assert.InEpsilon(t, 100*time.Millisecond, s.max, 0.001)
+	assert.InEpsilon(t, 50*time.Microsecond, s.service.p50, 0.001)
+	assert.InEpsilon(t, 99*time.Microsecond, s.service.p99, 0.001)
+	assert.InEpsilon(t, 100*time.Microsecond, s.service.max, 0.001)
+
+	s = idle.summarize(classGet, time.Second)
+	assert.Zero(t, s.ops)
+	assert.Equal(t, 5000.0, s.offered, "a client whose Gets all stalled still offered them")
+	assert.Equal(t, percentiles{}, s.service)
+
+	r := &recorder{}
+	r.record(classGet, time.Millisecond, nil)
+	s = r.summarize(classGet, time.Second)
+	assert.Empty(t, s.arrival, "a class not paced has no pacing")
+	assert.Zero(t, s.offered)
+}

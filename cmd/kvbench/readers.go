@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
+	"runtime"
 	"time"
 )
 
@@ -69,13 +72,15 @@ func noisyWorkload() *workload {
 }
 
 // getsBeside returns noisy's clients with long as the long read: --clients
-// goroutines doing paced Gets (pacedGets) and --scanners goroutines
-// looping on long, each with a random stream of its own, from which long
-// draws its start.
+// goroutines doing paced Gets (pacedGets) on the schedules of --arrival
+// (getSchedule) and --scanners goroutines looping on long, each with a
+// random stream of its own, from which long draws its start.
 func getsBeside(e *env, long func(ctx context.Context, e *env, int64n func(int64) int64) (class, error)) []client {
 	var cs []client
 	for i := range e.cfg.clients {
-		cs = append(cs, pacedGets(e, i))
+		// The phase comes from a stream apart from the client's keys', so
+		// that --arrival does not change which keys it reads.
+		cs = append(cs, pacedGets(e, i, getSchedule(e.cfg, newRand(e.seed, uint64(i), offsetStream), i)))
 	}
 	for i := range e.cfg.scanners {
 		r := e.rand(e.cfg.clients + i)
@@ -84,10 +89,90 @@ func getsBeside(e *env, long func(ctx context.Context, e *env, int64n func(int64
 	return cs
 }
 
-// sleepUntil waits on timer until due, and reports false when ctx ends
-// first: the paced clients' wait for their next Get.
+// The --arrival values: when a paced Get client's Gets are due.
+const (
+	// arrivalFixed: on a schedule of the client's own, one Get every
+	// interval, whatever the Gets take (wrk2's correction of coordinated
+	// omission).
+	arrivalFixed = "fixed"
+	// arrivalThink: an interval after the client's previous Get returned
+	// (a closed loop with think times: a slow store gets fewer Gets).
+	arrivalThink = "think"
+)
+
+// arrivals are the --arrival values, the default first.
+var arrivals = []string{arrivalFixed, arrivalThink}
+
+// offsetStream is the random sub-stream of a Get client's schedule offset.
+const offsetStream = 1
+
+// schedule is when a paced Get client's Gets are due: a pure function of
+// the client's start, testable without a clock.
+type schedule struct {
+	arrival  string        // arrivalFixed or arrivalThink
+	interval time.Duration // between two Gets due (fixed) or after one returned (think)
+	offset   time.Duration // Get 0 is due this long after the client starts
+}
+
+// due returns when Get n of a client that started at start is due, where
+// prev is when its Get n-1 returned (think arrival only). Under fixed
+// arrival Get n is due at start + offset + n × interval however late the
+// client runs: it issues every Get, a late one at once, and the Get's
+// latency counts from here.
+func (s schedule) due(start time.Time, n int64, prev time.Time) time.Time {
+	switch {
+	case n == 0:
+		return start.Add(s.offset)
+	case s.arrival == arrivalThink:
+		return prev.Add(s.interval)
+	default:
+		return start.Add(s.offset + time.Duration(n)*s.interval)
+	}
+}
+
+// rate is the Gets per second the schedule asks for (+Inf if interval is
+// 0): what it offers under fixed arrival, the most it can get under think.
+func (s schedule) rate() float64 {
+	if s.interval <= 0 {
+		return math.Inf(1)
+	}
+	return float64(time.Second) / float64(s.interval)
+}
+
+// getSchedule is noisy's Get client i's schedule: one Get every --think.
+// Under fixed arrival the client's phase, the offset of its Get 0, is
+// drawn from r in [0, --think), so that the clients do not fire together
+// (the same --seed, the same phases); under think arrival the clients are
+// staggered evenly across --think, as they always were.
+func getSchedule(cfg *config, r *rand.Rand, i int) schedule {
+	s := schedule{arrival: cfg.arrival, interval: cfg.think}
+	switch {
+	case cfg.arrival == arrivalThink:
+		s.offset = cfg.think * time.Duration(i) / time.Duration(cfg.clients)
+	case cfg.think > 0:
+		s.offset = time.Duration(r.Int64N(int64(cfg.think)))
+	}
+	return s
+}
+
+// spinWithin is how close to a Get's due time sleepUntil stops sleeping on
+// its timer and yields the processor in a loop instead. Go's timers are too
+// coarse for a 200 µs schedule: when the Ps have nothing else to run, the
+// runtime waits for the next timer in epoll_wait, whose timeout is in
+// whole milliseconds, so a 200 µs sleep takes about 1 ms, and even a 2 ms
+// one ends some 300 µs late on Linux. Waking 2 ms early and yielding until
+// the due time is typically within a microsecond when a P is free. The
+// spinning costs a P only while nothing else wants it (runtime.Gosched
+// lets every runnable goroutine go first), but a client whose interval is
+// under spinWithin never sleeps: it keeps a core busy when the store is
+// idle.
+const spinWithin = 2 * time.Millisecond
+
+// sleepUntil waits until due — on timer while it is more than spinWithin
+// away, then yielding — and reports false when ctx ends first: the paced
+// clients' wait for their next Get.
 func sleepUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
-	if wait := time.Until(due); wait > 0 {
+	if wait := time.Until(due) - spinWithin; wait > 0 {
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -95,41 +180,50 @@ func sleepUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
 		case <-timer.C:
 		}
 	}
+	for ctx.Err() == nil && time.Now().Before(due) {
+		runtime.Gosched()
+	}
 	return ctx.Err() == nil
 }
 
-// pacedGets returns noisy's Get client i: a Get, then a think time of
-// --think, then the next Get. Each Get is timed from when it was due — the
-// end of the think time — not from when the client's goroutine got to run
-// again, so a store whose workers keep the client off its P (Go preempts
-// only every 10 ms) cannot hide that stall: it shows in the latency, as in
-// the measurement DESIGN.md describes (a 200 µs sleep delayed by 20–50 ms).
+// pacedGets returns a Get client with random stream stream: point Gets due
+// as s says, each recorded twice — its latency from when it was due to its
+// return, and its service time from its call to its return.
 //
-// A fixed schedule (each Get due one interval after the last was due,
-// wrk2's correction) is the other way to keep stalls visible, but it only
-// works while every Get takes less than the interval: a pool whose Gets
-// wait up to a time slice (1 ms) behind scan steps falls further behind
-// with every Get, and its latency becomes the length of the run.
-func pacedGets(e *env, i int) client {
-	r := e.rand(i)
+// Timing a Get from when it was due, not from when the client got to issue
+// it, keeps the store's stalls in the figures: a client kept off its P
+// (Go preempts only every 10 ms) or behind its schedule shows it in the
+// latency. Under fixed arrival a store slower than the schedule gets as
+// many Gets as a fast one, and its falling behind shows as latency that
+// grows for the rest of the phase and an achieved rate below the offered
+// one; under think arrival a slow store is simply asked for fewer Gets
+// ("coordinated omission"), and only the service time and the achieved
+// rate show it.
+func pacedGets(e *env, stream int, s schedule) client {
+	r := e.rand(stream)
 	buf := make([]byte, 0, keyLen)
-	think := e.cfg.think
 	return func(ctx context.Context, rec *recorder) {
+		rec.pace(classGet, s.arrival, s.rate())
 		timer := time.NewTimer(0)
 		defer timer.Stop()
-		// Stagger the clients so their Gets do not arrive in bursts.
-		due := time.Now().Add(think * time.Duration(i) / time.Duration(e.cfg.clients))
-		for {
+		start := time.Now()
+		var end time.Time
+		for n := int64(0); ; n++ {
+			due := s.due(start, n, end)
 			if !sleepUntil(ctx, timer, due) {
 				return
 			}
+			call := time.Now()
 			err := get(ctx, e.db, buf, r.Int64N(e.keys.count()))
-			now := time.Now()
+			end = time.Now()
 			if ctx.Err() != nil {
 				return
 			}
-			rec.record(classGet, now.Sub(due), err)
-			due = now.Add(think)
+			e2e, service := end.Sub(due), end.Sub(call)
+			rec.recordPaced(classGet, e2e, service, err)
+			if hook := e.cfg.onPacedGet; hook != nil {
+				hook(e2e, service)
+			}
 		}
 	}
 }

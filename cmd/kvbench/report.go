@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,7 +27,8 @@ type report struct {
 }
 
 // result is one (workload, scheduler, class, group)'s figures over a
-// measured phase. Latencies are in microseconds.
+// measured phase. Latencies are in microseconds; a paced Get class's (see
+// Pacing) are from when each Get was due to its return.
 type result struct {
 	Workload  string  `json:"workload"`
 	Scheduler string  `json:"scheduler"`
@@ -45,8 +48,31 @@ type result struct {
 	// Interrupted: the run was stopped during this measured phase, so
 	// the figures cover only the part that ran (ops/s over that part).
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Pacing is set for the Gets of paced clients (noisy's, cop's,
+	// groups' oltp): its fields then join the others in the JSON.
+	*Pacing
 
 	firstErr error // shown under the table; not part of the JSON
+}
+
+// Pacing is a paced Get class's further figures: how it was offered Gets
+// and how the store kept up, and the Gets' service times beside their
+// latencies from when they were due (p50_us etc.). It is exported only so
+// that encoding/json fills it when it reads a report back.
+type Pacing struct {
+	Arrival string `json:"arrival"` // "fixed" or "think" (see --arrival)
+	// OfferedPerSec is the Gets per second the clients asked for, in all
+	// (--clients / --think; groups: --oltp-rate); 0 if unbounded
+	// (--think 0). Under think arrival it is the most they could get.
+	OfferedPerSec float64 `json:"offered_per_sec"`
+	// AchievedPct is OpsPerSec, the Gets that completed per second, as a
+	// percentage of OfferedPerSec; 0 if that is unbounded.
+	AchievedPct float64 `json:"achieved_pct"`
+	// The service time: from the call of each Get to its return.
+	ServiceP50us  float64 `json:"service_p50_us"`
+	ServiceP99us  float64 `json:"service_p99_us"`
+	ServiceP999us float64 `json:"service_p999_us"`
+	ServiceMaxUs  float64 `json:"service_max_us"`
 }
 
 func newResult(workload, scheduler string, c class, group string, s summary) result {
@@ -63,7 +89,27 @@ func newResult(workload, scheduler string, c class, group string, s summary) res
 		MaxUs:     micros(s.max),
 		Errors:    s.errors,
 		firstErr:  s.firstErr,
+		Pacing:    newPacing(s),
 	}
+}
+
+// newPacing returns a paced class's further figures; nil for another.
+func newPacing(s summary) *Pacing {
+	if s.arrival == "" {
+		return nil
+	}
+	p := &Pacing{
+		Arrival:       s.arrival,
+		ServiceP50us:  micros(s.service.p50),
+		ServiceP99us:  micros(s.service.p99),
+		ServiceP999us: micros(s.service.p999),
+		ServiceMaxUs:  micros(s.service.max),
+	}
+	if s.offered > 0 && !math.IsInf(s.offered, 0) { // JSON has no infinity
+		p.OfferedPerSec = s.offered
+		p.AchievedPct = s.opsPerSec / s.offered * 100
+	}
+	return p
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -74,32 +120,56 @@ const interruptedMark = "(interrupted)"
 
 // writeTable prints rep's results as one aligned table, the rows of an
 // interrupted phase marked so, then the first error of each result that
-// had errors.
+// had errors. A paced Get class has two rows: "get e2e", its latencies
+// from when each Get was due, with its offered rate and the share of it
+// achieved, then "get service", its service times.
 func writeTable(w io.Writer, rep *report) error {
-	groups := false
+	groups, paced := false, false
 	for _, r := range rep.Results {
 		groups = groups || r.Group != ""
+		paced = paced || r.Pacing != nil
 	}
 	var rows [][]string
+	// row takes every column and keeps those the table has: group with
+	// groups, offered/s and achieved with paced Gets.
 	row := func(cells ...string) {
+		if !paced {
+			cells = append(cells[:5], cells[7:]...)
+		}
 		if !groups {
 			cells = append(cells[:3], cells[4:]...)
 		}
 		rows = append(rows, cells)
 	}
-	row("workload", "scheduler", "class", "group", "ops/s", "p50", "p99", "p99.9", "max", "errors")
+	row("workload", "scheduler", "class", "group", "ops/s", "offered/s", "achieved", "p50", "p99", "p99.9", "max", "errors")
 	for _, r := range rep.Results {
-		cells := []string{r.Workload, r.Scheduler, r.Class, r.Group,
-			fmt.Sprintf("%.0f", r.OpsPerSec),
+		class, offered, achieved := r.Class, "", ""
+		if p := r.Pacing; p != nil {
+			class += " e2e"
+			offered, achieved = "-", "-"
+			if p.OfferedPerSec > 0 {
+				offered, achieved = fmt.Sprintf("%.0f", p.OfferedPerSec), fmt.Sprintf("%.1f%%", p.AchievedPct)
+			}
+		}
+		cells := []string{r.Workload, r.Scheduler, class, r.Group,
+			fmt.Sprintf("%.0f", r.OpsPerSec), offered, achieved,
 			formatMicros(r.P50us), formatMicros(r.P99us), formatMicros(r.P999us), formatMicros(r.MaxUs),
 			fmt.Sprint(r.Errors)}
 		if r.Interrupted {
 			cells = append(cells, interruptedMark)
 		}
 		row(cells...)
+		if p := r.Pacing; p != nil {
+			cells := []string{r.Workload, r.Scheduler, r.Class + " service", r.Group, "", "", "",
+				formatMicros(p.ServiceP50us), formatMicros(p.ServiceP99us), formatMicros(p.ServiceP999us), formatMicros(p.ServiceMaxUs), ""}
+			if r.Interrupted {
+				cells = append(cells, interruptedMark)
+			}
+			row(cells...)
+		}
 	}
 	var b strings.Builder
-	writeAligned(&b, rows, len(rows[0])-6)
+	writeAligned(&b, rows, slices.Index(rows[0], "ops/s"))
 	for _, r := range rep.Results {
 		if r.firstErr != nil {
 			fmt.Fprintf(&b, "%s %s %s: %d errors, the first: %v\n",
@@ -124,20 +194,23 @@ func writeAligned(b *strings.Builder, rows [][]string, left int) {
 		}
 	}
 	for _, r := range rows {
+		var line strings.Builder
 		for i, cell := range r {
 			if i > 0 {
-				b.WriteString("  ")
+				line.WriteString("  ")
 			}
 			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
 			switch {
 			case i >= left:
-				b.WriteString(pad + cell)
+				line.WriteString(pad + cell)
 			case i < len(r)-1:
-				b.WriteString(cell + pad)
+				line.WriteString(cell + pad)
 			default:
-				b.WriteString(cell)
+				line.WriteString(cell)
 			}
 		}
+		// A row that ends in empty cells ends there, not in spaces.
+		b.WriteString(strings.TrimRight(line.String(), " "))
 		b.WriteByte('\n')
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,13 +35,87 @@ func sampleReport() *report {
 func TestNewResult(t *testing.T) {
 	err := errors.New("boom")
 	r := newResult("ycsb-a", "fifo", classUpdate, "", summary{
-		ops: 10, opsPerSec: 50, p50: 80 * time.Microsecond, p99: 900 * time.Microsecond,
-		p999: 2 * time.Millisecond, max: 5 * time.Millisecond, errors: 1, firstErr: err,
+		ops: 10, opsPerSec: 50, percentiles: percentiles{p50: 80 * time.Microsecond, p99: 900 * time.Microsecond,
+			p999: 2 * time.Millisecond, max: 5 * time.Millisecond}, errors: 1, firstErr: err,
 	})
 	assert.Equal(t, result{
 		Workload: "ycsb-a", Scheduler: "fifo", Class: "update", Ops: 10, OpsPerSec: 50,
 		P50us: 80, P99us: 900, P999us: 2000, MaxUs: 5000, Errors: 1, firstErr: err,
 	}, r)
+}
+
+func TestNewResult_Paced(t *testing.T) {
+	s := summary{
+		ops: 1000, opsPerSec: 5000, percentiles: percentiles{p50: time.Millisecond, max: time.Second},
+		arrival: arrivalFixed, offered: 20_000,
+		service: percentiles{p50: 80 * time.Microsecond, p99: 900 * time.Microsecond, p999: 2 * time.Millisecond, max: 5 * time.Millisecond},
+	}
+	r := newResult("noisy", "mlfq", classGet, "", s)
+	assert.Equal(t, &Pacing{Arrival: "fixed", OfferedPerSec: 20_000, AchievedPct: 25,
+		ServiceP50us: 80, ServiceP99us: 900, ServiceP999us: 2000, ServiceMaxUs: 5000}, r.Pacing)
+	assert.Equal(t, 1000.0, r.P50us, "the latencies are e2e")
+
+	s.offered = math.Inf(1)
+	r = newResult("noisy", "mlfq", classGet, "", s)
+	require.NotNil(t, r.Pacing)
+	assert.Zero(t, r.Pacing.OfferedPerSec, "an unbounded rate is 0, JSON having no infinity")
+	assert.Zero(t, r.Pacing.AchievedPct)
+}
+
+// pacedReport is sampleReport with its Gets paced, direct's interrupted.
+func pacedReport() *report {
+	rep := sampleReport()
+	rep.Results[0].Pacing = &Pacing{Arrival: "fixed", OfferedPerSec: 20_000, AchievedPct: 25,
+		ServiceP50us: 40, ServiceP99us: 300, ServiceP999us: 1000, ServiceMaxUs: 4000}
+	rep.Results[2].Pacing = &Pacing{Arrival: "fixed", OfferedPerSec: 20_000, AchievedPct: 22.5,
+		ServiceP50us: 90, ServiceP99us: 20_000, ServiceP999us: 30_000, ServiceMaxUs: 45_000}
+	rep.Results[2].Interrupted = true
+	return rep
+}
+
+func TestWriteTable_Paced(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, writeTable(&buf, pacedReport()))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 8, buf.String())
+	for i, want := range [][]string{
+		{"workload", "scheduler", "class", "ops/s", "offered/s", "achieved", "p50", "p99", "p99.9", "max", "errors"},
+		{"noisy", "mlfq", "get", "e2e", "5000", "20000", "25.0%", "80µs", "900µs", "2.00ms", "5.00ms", "0"},
+		{"noisy", "mlfq", "get", "service", "40µs", "300µs", "1.00ms", "4.00ms"},
+		{"noisy", "mlfq", "scan", "50", "12.00ms", "20.00ms", "20.00ms", "1.50s", "2"},
+		{"noisy", "direct", "get", "e2e", "4500", "20000", "22.5%", "100µs", "30.00ms", "40.00ms", "50.00ms", "0", "(interrupted)"},
+		{"noisy", "direct", "get", "service", "90µs", "20.00ms", "30.00ms", "45.00ms", "(interrupted)"},
+		{"noisy", "direct", "scan", "0", "-", "-", "-", "-", "0"},
+	} {
+		assert.Equal(t, want, strings.Fields(lines[i]), "line %d", i)
+	}
+	// The service rows' percentiles sit under the e2e rows'.
+	maxEnd := strings.Index(lines[1], "5.00ms") + len("5.00ms")
+	assert.Equal(t, utf8.RuneCountInString(lines[1][:maxEnd]), utf8.RuneCountInString(lines[2]), "columns are aligned")
+	assert.Equal(t, utf8.RuneCountInString(lines[0]), utf8.RuneCountInString(lines[1]), "columns are aligned")
+}
+
+func TestWriteJSON_Pacing(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, encodeJSON(&buf, pacedReport()))
+	var doc struct {
+		Results []map[string]any `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	require.Len(t, doc.Results, 4)
+	assert.Equal(t, map[string]any{
+		"workload": "noisy", "scheduler": "mlfq", "class": "get", "group": "",
+		"ops": 1000.0, "ops_per_sec": 5000.0, "p50_us": 80.0, "p99_us": 900.0,
+		"p999_us": 2000.0, "max_us": 5000.0, "errors": 0.0,
+		"arrival": "fixed", "offered_per_sec": 20_000.0, "achieved_pct": 25.0,
+		"service_p50_us": 40.0, "service_p99_us": 300.0, "service_p999_us": 1000.0, "service_max_us": 4000.0,
+	}, doc.Results[0])
+	assert.NotContains(t, doc.Results[1], "arrival", "a class that is not paced has no pacing fields")
+
+	var rep report
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &rep))
+	assert.Equal(t, pacedReport().Results[0].Pacing, rep.Results[0].Pacing, "a report reads back")
+	assert.Nil(t, rep.Results[1].Pacing)
 }
 
 func TestWriteTable(t *testing.T) {

@@ -92,6 +92,26 @@ With no arguments it runs "noisy": --scanners goroutines looping on long
 scans while --clients goroutines do point Gets at a steady rate, on mlfq,
 fifo and direct, to show what the read pool buys short reads.
 
+--arrival says when noisy's (and cop's) Gets are due. "fixed", the
+default: each Get client keeps a schedule of its own, its Get i due at
+i × --think after a random phase in [0, --think) (from --seed, so that the
+clients do not fire together); it sleeps until a Get is due, issues a late
+one at once and skips none, so the clients offer --clients / --think Gets
+per second however slow the store is. "think": a client's next Get is due
+--think after its previous one returned, so a slow store is asked for
+fewer Gets and its latency looks better than a steady load would find it
+("coordinated omission"). Either way a Get's latency counts from when it
+was due, not from when the client got to issue it: under fixed arrival a
+store that falls behind its schedule shows it in the latency (and keeps
+falling behind for the rest of the phase). Each such Get class has two
+rows in the table: "get e2e", from when each Get was due to its return,
+with offered/s (the Gets per second asked for) and achieved (the Gets
+completed per second, as a share of offered/s); and "get service", from
+each Get's call to its return. In the JSON the e2e figures are p50_us ...
+max_us, beside arrival, offered_per_sec, achieved_pct and service_p50_us
+... service_max_us. groups' oltp Gets are always on a fixed schedule, at
+--oltp-rate.
+
 "cop" puts the coprocessor in the scans' place: its store's values are
 msgpack rows ({"region", "amount", "ts", and a random pad out to
 --value-size}), and --scanners goroutines loop on aggregate requests over
@@ -140,6 +160,7 @@ give "0.0.0.0:7070" for every interface (the endpoint has no
 authentication, and PUT /groups changes the scheduling).`,
 		Example: `  kvbench
   kvbench --workload get,scan --schedulers mlfq,direct --duration 10s
+  kvbench --arrival think --think 1ms   # noisy's Gets each 1 ms after the last returned
   kvbench --workload ycsb-a,ycsb-e --json results.json --plot latency.svg
   kvbench --workload cop --keys 1000000 --long-scan-len 1000000
   kvbench --workload groups,groups-steps --json groups.json

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSchedule_FixedDue(t *testing.T) {
+	start := time.Unix(1_000, 0)
+	s := schedule{arrival: arrivalFixed, interval: 200 * time.Microsecond, offset: 70 * time.Microsecond}
+	for n, want := range []time.Duration{70, 270, 470, 670} {
+		// Under fixed arrival when the last Get returned does not matter.
+		for _, prev := range []time.Time{{}, start, start.Add(time.Hour)} {
+			assert.Equal(t, start.Add(want*time.Microsecond), s.due(start, int64(n), prev), "Get %d", n)
+		}
+	}
+	assert.Equal(t, start.Add(70*time.Microsecond+time.Second), s.due(start, 5_000, time.Time{}), "no drift")
+}
+
+// TestSchedule_FixedNeverSkipsWhenLate plays a client through its
+// schedule on paper, as pacedGets does: it issues each Get when it is due
+// or, if the last Get returned later, then; every Get takes 3 intervals.
+// The Gets stay due one interval apart, none skipped however late the
+// client, and each one's latency from when it was due grows and is never
+// below its service time.
+func TestSchedule_FixedNeverSkipsWhenLate(t *testing.T) {
+	const interval, service = 200 * time.Microsecond, 600 * time.Microsecond
+	start := time.Unix(1_000, 0)
+	s := schedule{arrival: arrivalFixed, interval: interval, offset: 30 * time.Microsecond}
+	var end time.Time
+	prevE2E := time.Duration(-1)
+	for n := range int64(50) {
+		due := s.due(start, n, end)
+		require.Equal(t, start.Add(s.offset+time.Duration(n)*interval), due, "Get %d is due in its own slot", n)
+		call := due
+		if end.After(due) {
+			call = end // late: issued at once
+		}
+		end = call.Add(service)
+		e2e := end.Sub(due)
+		assert.GreaterOrEqual(t, e2e, service, "Get %d", n)
+		assert.Greater(t, e2e, prevE2E, "Get %d: the client falls further behind", n)
+		prevE2E = e2e
+	}
+	assert.Equal(t, 49*(service-interval)+service, prevE2E, "the backlog shows in the latency")
+}
+
+func TestSchedule_ThinkDue(t *testing.T) {
+	start := time.Unix(1_000, 0)
+	s := schedule{arrival: arrivalThink, interval: 200 * time.Microsecond, offset: 50 * time.Microsecond}
+	assert.Equal(t, start.Add(50*time.Microsecond), s.due(start, 0, time.Time{}), "Get 0 at the offset")
+	prev := start.Add(3 * time.Millisecond)
+	assert.Equal(t, prev.Add(200*time.Microsecond), s.due(start, 7, prev), "think after the last returned")
+}
+
+func TestSchedule_Rate(t *testing.T) {
+	assert.InDelta(t, 5_000.0, schedule{interval: 200 * time.Microsecond}.rate(), 1e-9)
+	assert.InDelta(t, 500.0, oltpSchedule(2*time.Millisecond, 1, 4).rate(), 1e-9, "one client of four")
+	assert.True(t, math.IsInf(schedule{}.rate(), 1), "no interval: unbounded")
+}
+
+// TestGetSchedule_Offsets checks noisy's schedules: under fixed arrival
+// each client's phase is in [0, --think), drawn from the seed — the same
+// seed, the same phases; another seed, others — and under think arrival
+// the clients are staggered evenly.
+func TestGetSchedule_Offsets(t *testing.T) {
+	const think = 200 * time.Microsecond
+	cfg := &config{arrival: arrivalFixed, think: think, clients: 4}
+	offsets := func(seed uint64) []time.Duration {
+		var out []time.Duration
+		for i := range cfg.clients {
+			s := getSchedule(cfg, newRand(seed, uint64(i), offsetStream), i)
+			assert.Equal(t, schedule{arrival: arrivalFixed, interval: think, offset: s.offset}, s)
+			out = append(out, s.offset)
+		}
+		return out
+	}
+	first := offsets(1)
+	t.Logf("seed 1: offsets %v", first)
+	for _, o := range first {
+		assert.GreaterOrEqual(t, o, time.Duration(0))
+		assert.Less(t, o, think)
+	}
+	assert.Equal(t, first, offsets(1), "deterministic from the seed")
+	assert.NotEqual(t, first, offsets(2), "another seed, other phases")
+	sorted := slices.Compact(slices.Sorted(slices.Values(first)))
+	assert.Len(t, sorted, len(first), "the clients do not fire together")
+
+	cfg.arrival = arrivalThink
+	for i, want := range []time.Duration{0, 50, 100, 150} {
+		assert.Equal(t, want*time.Microsecond, getSchedule(cfg, newRand(1, uint64(i), offsetStream), i).offset)
+	}
+	cfg.think = 0
+	assert.Zero(t, getSchedule(cfg, newRand(1, 0, offsetStream), 3).offset, "--think 0 under think arrival")
+}
+
+// TestRun_Arrival runs noisy briefly under each arrival on one scheduler:
+// its Get row has the pacing fields (in the JSON and in the table's
+// "get e2e" and "get service" rows), its scan row none, and every Get's
+// latency from when it was due is at least its service time.
+func TestRun_Arrival(t *testing.T) {
+	for _, arrival := range arrivals {
+		t.Run(arrival, func(t *testing.T) {
+			var mu sync.Mutex
+			var gets [][2]time.Duration // e2e, service
+			path := filepath.Join(t.TempDir(), "out.json")
+			cmd := newCommand(func(ctx context.Context, cfg *config, out, errOut io.Writer) error {
+				cfg.onPacedGet = func(e2e, service time.Duration) {
+					mu.Lock()
+					defer mu.Unlock()
+					gets = append(gets, [2]time.Duration{e2e, service})
+				}
+				return runBench(ctx, cfg, out, errOut)
+			})
+			out, errOut, err := executeCmd(t, cmd, append(slices.Clone(tinyArgs),
+				"--duration", "300ms", "--warmup", "0", "--workload", "noisy", "--schedulers", "mlfq",
+				"--arrival", arrival, "--json", path, "-q")...)
+			require.NoError(t, err, errOut)
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			var rep report
+			require.NoError(t, json.Unmarshal(b, &rep))
+			require.Len(t, rep.Results, 2)
+
+			get, scan := rep.Results[0], rep.Results[1]
+			require.Equal(t, "get", get.Class)
+			require.NotNil(t, get.Pacing, "the Gets are paced")
+			assert.Nil(t, scan.Pacing, "the scans are not")
+			p := get.Pacing
+			assert.Equal(t, arrival, p.Arrival)
+			assert.InDelta(t, 2/200e-6, p.OfferedPerSec, 1e-6, "--clients / --think")
+			require.Positive(t, get.Ops)
+			assert.InEpsilon(t, get.OpsPerSec/p.OfferedPerSec*100, p.AchievedPct, 1e-9)
+			for _, pair := range [][2]float64{
+				{get.P50us, p.ServiceP50us}, {get.P99us, p.ServiceP99us},
+				{get.P999us, p.ServiceP999us}, {get.MaxUs, p.ServiceMaxUs},
+			} {
+				assert.Positive(t, pair[1], "a service time")
+				assert.GreaterOrEqual(t, pair[0], pair[1], "e2e percentiles are at least the service's")
+			}
+
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Len(t, gets, int(get.Ops+get.Errors), "the hook saw every Get recorded")
+			below := 0
+			for _, g := range gets {
+				if g[0] < g[1] {
+					below++
+				}
+			}
+			assert.Zero(t, below, "Gets of %d whose e2e is below their service time", len(gets))
+
+			assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +offered/s +achieved +p50 +p99 +p99.9 +max +errors$`, out)
+			assert.Regexp(t, `(?m)^noisy +mlfq +get e2e +\d+ +10000 +[0-9.]+% +\S+ +\S+ +\S+ +\S+ +0$`, out)
+			assert.Regexp(t, `(?m)^noisy +mlfq +get service +\S+ +\S+ +\S+ +\S+$`, out)
+			assert.Regexp(t, `(?m)^noisy +mlfq +scan +\d+ +\S+ +\S+ +\S+ +\S+ +0$`, out)
+		})
+	}
+}

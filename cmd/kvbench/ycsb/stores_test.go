@@ -1,0 +1,76 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/dgraph-io/badger"
+	"github.com/pingcap/go-ycsb/pkg/ycsb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/coopkvdb"
+)
+
+// openTest opens store name as the runner does, in a test directory.
+func openTest(t *testing.T, name string) ycsb.DB {
+	t.Helper()
+	if raceEnabled && name == "bbolt" {
+		t.Skip("bolt v1.3.1 fails checkptr (see race_test.go)")
+	}
+	cfg := &config{records: 10, operations: 10, threads: 1, fieldCount: 1, fieldLen: 1}
+	dir := t.TempDir()
+	p, err := phaseProps(cfg, "a", false, storeProps(knownStores[name], dir, nil), dir+"/m.json")
+	require.NoError(t, err)
+	db, err := openStore(knownStores[name], p)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return db
+}
+
+// field reads the unexported field name of the struct *v points to.
+func field(t *testing.T, v any, name string) reflect.Value {
+	t.Helper()
+	f := reflect.ValueOf(v).Elem().FieldByName(name)
+	require.True(t, f.IsValid(), "%T has a field %s", v, name)
+	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+}
+
+// No store fsyncs its writes.
+func TestStores_NoSync(t *testing.T) {
+	t.Run("bbolt", func(t *testing.T) {
+		bdb, err := boltHandle(openTest(t, "bbolt"))
+		require.NoError(t, err)
+		assert.True(t, bdb.NoSync)
+		assert.True(t, bdb.NoGrowSync)
+	})
+	t.Run("badger", func(t *testing.T) {
+		bdb := field(t, openTest(t, "badger"), "db").Interface().(*badger.DB)
+		opt := field(t, bdb, "opt").Interface().(badger.Options)
+		assert.False(t, opt.SyncWrites)
+	})
+	for _, name := range []string{"coopkv-mlfq", "coopkv-fifo", "coopkv-direct"} {
+		t.Run(name, func(t *testing.T) {
+			db := openTest(t, name).(*coopkvdb.DB)
+			opts := db.KV().Options()
+			assert.True(t, opts.NoSync)
+			assert.Equal(t, name, "coopkv-"+string(opts.Scheduler))
+		})
+	}
+}
+
+func TestBoltHandle_RefusesOtherBindings(t *testing.T) {
+	_, err := boltHandle(openTest(t, "coopkv-mlfq"))
+	assert.ErrorContains(t, err, "has no field db")
+}
+
+func TestStoreProps_ExtraWins(t *testing.T) {
+	m := storeProps(knownStores["coopkv-mlfq"], "/d", []string{"coopkv.rowcache = -1", "coopkv.scheduler=fifo"})
+	assert.Equal(t, map[string]string{
+		"coopkv.dir":       "/d/coopkv",
+		"coopkv.scheduler": "fifo",
+		"coopkv.nosync":    "true",
+		"coopkv.rowcache":  "-1",
+	}, m)
+}
