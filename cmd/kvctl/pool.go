@@ -40,10 +40,13 @@ func newPoolCmd(out *output) *cobra.Command {
     its chance, the share the scheduler currently targets for it;
   tasks by outcome: spawned, completed, cancelled, dropped (ended while
     waiting for a worker), panicked, rejected_busy (refused: MaxTasks),
-    inline (first step run on the caller's goroutine);
+    inline (first step run on the caller's goroutine), bypassed (row-cache
+    hits answered on the caller's goroutine without a task);
   queue wait (ready to running) and step time: p50, p99 and max since the
     pool started;
-  long steps (past the stuck threshold), preempted steps and yields.
+  long steps (past the stuck threshold), preempted steps, yields, and
+    caller hand-offs (a worker gave its P to the Get caller its step
+    readied).
 
 With the direct scheduler reads run on their callers' goroutines and
 there is no pool to show.`,
@@ -112,10 +115,12 @@ func printPool(w io.Writer, r *poolReport) error {
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\n", i, l.Queued, share, l.Steps)
 	}
-	fmt.Fprintf(tw, "level 0\tshare %s, chance (target) %s\n", percent(p.Queue.Level0Share), percent(p.Queue.Chance))
+	if p.Queue.Kind == "mlfq" { // other queues have no level-0 target
+		fmt.Fprintf(tw, "level 0\tshare %s, chance (target) %s\n", percent(p.Queue.Level0Share), percent(p.Queue.Chance))
+	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "tasks\tspawned\tcompleted\tcancelled\tdropped\tpanicked\trejected_busy\tinline")
-	fmt.Fprintf(tw, "\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Spawned, p.Completed, p.Cancelled, p.Dropped, p.Panicked, p.RejectedBusy, p.Inline)
+	fmt.Fprintln(tw, "tasks\tspawned\tcompleted\tcancelled\tdropped\tpanicked\trejected_busy\tinline\tbypassed")
+	fmt.Fprintf(tw, "\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Spawned, p.Completed, p.Cancelled, p.Dropped, p.Panicked, p.RejectedBusy, p.Inline, p.Bypassed)
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "\tp50\tp99\tmax\tcount")
 	for _, d := range []struct {
@@ -125,7 +130,7 @@ func printPool(w io.Writer, r *poolReport) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", d.name, shortDur(d.s.P50), shortDur(d.s.P99), shortDur(d.s.Max), d.s.Count)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "steps\t%d: long %d, preempted %d, yields %d\n", p.Steps, p.LongSteps, p.Preempted, p.Yields)
+	fmt.Fprintf(tw, "steps\t%d: long %d, preempted %d, yields %d, caller hand-offs %d\n", p.Steps, p.LongSteps, p.Preempted, p.Yields, p.CallerHandoffs)
 	return tw.Flush()
 }
 

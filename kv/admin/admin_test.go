@@ -254,6 +254,7 @@ func TestMetrics_ParseUnderLoad(t *testing.T) {
 		"coopkv_pool_extra_workers":            dto.MetricType_GAUGE,
 		"coopkv_pool_tasks_total":              dto.MetricType_COUNTER,
 		"coopkv_pool_steps_total":              dto.MetricType_COUNTER,
+		"coopkv_pool_caller_handoffs_total":    dto.MetricType_COUNTER,
 		"coopkv_pool_level_queued_tasks":       dto.MetricType_GAUGE,
 		"coopkv_pool_level_step_seconds_total": dto.MetricType_COUNTER,
 		"coopkv_pool_queue_wait_seconds":       dto.MetricType_HISTOGRAM,
@@ -297,7 +298,7 @@ func TestMetrics_ParseUnderLoad(t *testing.T) {
 		outcomes[m.Label[0].GetValue()] = m.GetCounter().GetValue()
 	}
 	assert.Greater(t, outcomes["completed"], 0.0)
-	for _, o := range []string{"spawned", "inline", "cancelled", "dropped", "panicked", "rejected_busy"} {
+	for _, o := range []string{"spawned", "inline", "cancelled", "dropped", "panicked", "rejected_busy", "bypassed"} {
 		assert.Contains(t, outcomes, o)
 	}
 }

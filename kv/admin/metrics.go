@@ -22,6 +22,7 @@ type collector struct {
 	tasks                                 *prometheus.Desc // by state: queued, held, running, pending
 	tasksTotal                            *prometheus.Desc // by outcome
 	steps, yields, wakes, long, preempted *prometheus.Desc
+	handoffs                              *prometheus.Desc
 	levelQueued, levelSteps, levelSeconds *prometheus.Desc
 	level0Share, level0Chance             *prometheus.Desc
 	queueWait, stepDuration               *prometheus.Desc
@@ -48,12 +49,13 @@ func newCollector(db *kv.DB) *collector {
 		extra:   d("pool_extra_workers", "Temporary workers standing in for workers stuck in a long step."),
 		tasks:   d("pool_tasks", "Read tasks by state now: queued (ready), held (until a later time), running (stepping), pending (waiting for a wake).", "state"),
 		tasksTotal: d("pool_tasks_total", "Read tasks by how they ended or began: spawned, inline (first step on the caller), completed, cancelled, "+
-			"dropped (ended while waiting for a worker), panicked, rejected_busy (refused: pool full).", "outcome"),
+			"dropped (ended while waiting for a worker), panicked, rejected_busy (refused: pool full), bypassed (row-cache hits served on the caller without a task).", "outcome"),
 		steps:        d("pool_steps_total", "Steps run."),
 		yields:       d("pool_yields_total", "Steps that ended with the task yielding, to run again."),
 		wakes:        d("pool_wakes_total", "Pending tasks woken."),
 		long:         d("pool_long_steps_total", "Steps that ran far past their slice (a worker was handed off)."),
 		preempted:    d("pool_preempted_steps_total", "Steps cut short at a unit boundary for more urgent work."),
+		handoffs:     d("pool_caller_handoffs_total", "Times a worker gave its P to the caller its step's completion readied."),
 		levelQueued:  d("pool_level_queued_tasks", "Ready tasks per queue level.", "level"),
 		levelSteps:   d("pool_level_steps_total", "Steps run per queue level.", "level"),
 		levelSeconds: d("pool_level_step_seconds_total", "Step time per queue level.", "level"),
@@ -89,7 +91,7 @@ func newCollector(db *kv.DB) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.workers, c.busy, c.parked, c.extra, c.tasks, c.tasksTotal,
-		c.steps, c.yields, c.wakes, c.long, c.preempted,
+		c.steps, c.yields, c.wakes, c.long, c.preempted, c.handoffs,
 		c.levelQueued, c.levelSteps, c.levelSeconds, c.level0Share, c.level0Chance,
 		c.queueWait, c.stepDuration,
 		c.groupRU, c.groupRULastSecond, c.groupThrottled, c.groupRUPerSec, c.groupTasks, c.groupRejected,
@@ -129,7 +131,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			n    int64
 		}{
 			{"spawned", p.Spawned}, {"inline", p.Inline}, {"completed", p.Completed}, {"cancelled", p.Cancelled},
-			{"dropped", p.Dropped}, {"panicked", p.Panicked}, {"rejected_busy", p.RejectedBusy},
+			{"dropped", p.Dropped}, {"panicked", p.Panicked}, {"rejected_busy", p.RejectedBusy}, {"bypassed", p.Bypassed},
 		} {
 			counter(c.tasksTotal, float64(o.n), o.name)
 		}
@@ -138,6 +140,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.wakes, float64(p.Wakes))
 		counter(c.long, float64(p.LongSteps))
 		counter(c.preempted, float64(p.Preempted))
+		counter(c.handoffs, float64(p.CallerHandoffs))
 		for i, l := range p.Queue.Levels {
 			lv := strconv.Itoa(i)
 			gauge(c.levelQueued, float64(l.Queued), lv)
