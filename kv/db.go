@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/coopkv/coopkv/readpool"
@@ -99,12 +98,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, events.DiskSlow)
 		closers = append(closers, fsCloser)
 	}
-	// Pebble has no bloom filter unless asked: with one, a Get of a missing
-	// key skips the tables that cannot hold it.
-	for i := range po.Levels {
-		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		po.Levels[i].FilterType = pebble.TableFilter
-	}
+	tunePebble(po)
 	// Pebble's default block cache is 8 MB; ours is CacheSize. Open takes
 	// its own reference, so ours is dropped once it has.
 	cache := pebble.NewCache(o.CacheSize)
