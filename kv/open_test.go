@@ -111,22 +111,3 @@ func TestOpen_DefaultLoggerIsNotSilent(t *testing.T) {
 		"pebble background error": slog.LevelError,
 	}, rec.levels(), "warnings and errors reach slog.Default()")
 }
-
-func TestOpen_PebbleTuned(t *testing.T) {
-	db := openTest(t, "", &Options{InMemory: true})
-	po := db.popts
-	assert.EqualValues(t, memTableSize, po.MemTableSize)
-	assert.Equal(t, memTableStopWrites, po.MemTableStopWritesThreshold)
-	assert.Equal(t, l0CompactionThreshold, po.L0CompactionThreshold)
-	assert.Equal(t, l0StopWrites, po.L0StopWritesThreshold)
-	lo, hi := po.CompactionConcurrencyRange()
-	assert.Equal(t, 1, lo)
-	assert.GreaterOrEqual(t, hi, 2)
-	for i, l := range po.Levels {
-		assert.Equal(t, indexBlockSize, l.IndexBlockSize, "level %d", i)
-		assert.NotNil(t, l.FilterPolicy, "level %d", i)
-	}
-	// Pebble took them: a memtable's worth of writes stays in one memtable.
-	require.NoError(t, db.Set([]byte("k"), make([]byte, 8<<20)))
-	assert.Zero(t, db.pdb.Metrics().Flush.Count, "8 MiB did not fill a 32 MiB memtable")
-}
