@@ -28,8 +28,11 @@ type ReadStats struct {
 
 // Scan reads the keys in [start, end) — nil start is the first key, nil end
 // is past the last — and returns at once: the reading is a read-pool task
-// that streams batches to the iterator, holding at most two at a time. The
-// scan sees the store as of this call, whatever is written while it runs.
+// that streams batches to the iterator, holding at most two at a time. A
+// short scan (a Limit of at most 1,024) reads in one batch, on the
+// caller's goroutine when a worker is idle, before Scan returns, as a Get
+// would. The scan sees the store as of this call, whatever is written while
+// it runs.
 // Scan never fails at call time: errors surface through Err. It keeps its
 // own copy of start and end.
 func (db *DB) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator {
@@ -51,7 +54,8 @@ func (db *DB) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *I
 // startScan opens the scan's Pebble iterator and hands it to its reader:
 // a pool task, or a direct reader that Close can end. It holds mu, shared,
 // until then, so that Close cannot close Pebble under an iterator that
-// nobody would close first (spawning never blocks, so holding it is cheap).
+// nobody would close first (spawning never blocks — a short scan's inline
+// step is bounded by the time slice — so holding it is cheap).
 func (db *DB) startScan(ctx context.Context, spec scan.Spec) (scan.Source, error) {
 	if err := db.enter(); err != nil {
 		return nil, err

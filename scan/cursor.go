@@ -77,8 +77,23 @@ func NewCursor(r Reader, spec Spec) (*Cursor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open iterator: %w", err)
 	}
-	return &Cursor{it: it, spec: spec, rows: MinBatchRows}, nil
+	return &Cursor{it: it, spec: spec, rows: firstBatchRows(spec.Limit)}, nil
 }
+
+// firstBatchRows is the first batch's size: MinBatchRows, so that a long
+// scan's first rows come soon, but a scan limited to at most MaxBatchRows
+// reads all of them in one batch — a short scan is then one step and one
+// hand-off, or none (ShortLimit).
+func firstBatchRows(limit int) int {
+	if ShortLimit(limit) {
+		return max(limit, MinBatchRows)
+	}
+	return MinBatchRows
+}
+
+// ShortLimit reports whether a scan with this limit is short: it fits in
+// its first batch, and costs about what a Get does.
+func ShortLimit(limit int) bool { return limit > 0 && limit <= MaxBatchRows }
 
 // Done reports whether the cursor has produced its last row.
 func (c *Cursor) Done() bool { return c.done }

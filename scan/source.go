@@ -72,7 +72,16 @@ type Pooled struct {
 // caller may hold its own lock against the store closing across the call
 // (Spawn never blocks). A ctx that is already done ends the task at once;
 // Next then reports ctx.Err().
+//
+// A short scan (ShortLimit) runs its first step — usually all of it — on
+// the caller's goroutine when a worker is idle and nothing waits
+// (SpawnOptions.Inline), as a Get does: its caller would only wait for the
+// rows anyway, and a scan of a hundred rows then costs no hand-off. Spawn
+// returns after that step, which is bounded by the time slice.
 func Spawn(ctx context.Context, p *readpool.Pool, c *Cursor, o readpool.SpawnOptions) (*Pooled, error) {
+	if ShortLimit(c.spec.Limit) {
+		o.Inline = true
+	}
 	s := NewStream(DefaultBuffer)
 	h, err := p.Spawn(ctx, NewTask(c, s), o)
 	if err != nil {

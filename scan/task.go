@@ -45,6 +45,14 @@ func (t *Task) Step(sc *readpool.StepContext) readpool.Status {
 	}
 }
 
+// Waiting implements readpool.Awaited: whether the consumer waits for a
+// batch, so that the worker whose step ends the scan gives it its P.
+func (t *Task) Waiting() bool {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	return t.s.waiting
+}
+
 // Done implements readpool.Task: it closes the iterator and ends the stream
 // with the scan's error, or with err when the pool ended the task early.
 func (t *Task) Done(err error) {
