@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 
@@ -35,9 +37,10 @@ var runOrder = []string{"a", "b", "c", "f", "d", "e"}
 // own.
 func newRootCmd() *cobra.Command {
 	var (
-		cfg       config
-		stores    string
-		workloads string
+		cfg        config
+		stores     string
+		workloads  string
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "ycsb",
@@ -55,10 +58,22 @@ v1.0.3's client and measurements. Results go to stdout; progress to stderr.`,
 				return err
 			}
 			cfg.workloads = inRunOrder(cfg.workloads)
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return run(cmd.Context(), &cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (loads included) to `FILE`, for go tool pprof")
 	f.StringVar(&stores, "stores", "coopkv-mlfq,coopkv-direct,badger,bbolt", "stores to run, comma-separated: "+strings.Join(storeNames(), ", "))
 	f.StringVar(&workloads, "workloads", "a,b,c,d,e,f", "YCSB core workloads to run, comma-separated (they run in the order a,b,c,f,d,e)")
 	f.Int64Var(&cfg.records, "records", 100_000, "records loaded into each store (recordcount)")
