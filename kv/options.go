@@ -39,9 +39,13 @@ type Options struct {
 	// in the pool's figures (Bypassed) and charged to its resource group;
 	// a group out of tokens takes the pool's path either way.
 	RowCacheHitsInPool bool
-	// NoSync makes writes return before they are fsynced: a crash may lose
-	// the writes of the last moments (the WAL not yet synced), never older
-	// ones, and never tears a batch.
+	// NoSync makes writes return before they reach the disk. A crash may
+	// then lose the most recent writes, never tears a batch, and never
+	// loses a write older than one it keeps. Not only a machine crash: the
+	// WAL's current block (up to 32 KiB of writes, however old, if the
+	// store then sits idle) is held in the process until it fills, a synced
+	// write or Flush pushes it out, or the store closes, so a killed
+	// process loses it too (kv/proccrash_test.go measures this).
 	NoSync bool
 	// Workers is the number of read-pool workers; 0 = runtime.GOMAXPROCS(0).
 	Workers int
