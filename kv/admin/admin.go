@@ -148,13 +148,18 @@ func (h *handler) group(w http.ResponseWriter, r *http.Request, name string) {
 // trailing data, its name (if given) the path's.
 func decodeConfig(w http.ResponseWriter, r *http.Request, name string) (resource.GroupConfig, error) {
 	var cfg resource.GroupConfig
+	var in *resource.GroupConfig // nil for a body of null
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		if errors.Is(err, io.EOF) {
+	if err := dec.Decode(&in); err != nil || in == nil {
+		if err == nil || errors.Is(err, io.EOF) {
 			return cfg, errors.New(`empty body; want a group config such as {"ru_per_sec": 1000, "burstable": true, "priority": "medium"}`)
 		}
 		return cfg, fmt.Errorf("bad group config: %w", err)
+	}
+	cfg = *in
+	if cfg.RUPerSec == 0 {
+		cfg.RUPerSec = 0 // -0, which JSON allows, is unlimited too
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		var tooBig *http.MaxBytesError

@@ -217,6 +217,7 @@ func TestGroups_BadInput(t *testing.T) {
 		{"wrong type", "/groups/g", `{"ru_per_sec": "lots"}`, 400, "ru_per_sec"},
 		{"not JSON", "/groups/g", `ru=5`, 400, "bad group config"},
 		{"empty body", "/groups/g", ``, 400, "empty body"},
+		{"null", "/groups/g", `null`, 400, "empty body"},
 		{"two objects", "/groups/g", `{"ru_per_sec": 1} {"ru_per_sec": 2}`, 400, "after the JSON object"},
 		{"array", "/groups/g", `[1]`, 400, "bad group config"},
 		{"name mismatch", "/groups/g", `{"name": "h"}`, 400, `"h"`},
