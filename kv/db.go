@@ -110,10 +110,15 @@ func Open(dir string, opts *Options) (*DB, error) {
 	// raising it is a one-way step (an older Pebble could no longer open
 	// the store) that is not Open's to take.
 	desc, err := pebble.Peek(dir, po.FS)
-	if err != nil || !desc.Exists {
+	missing := errors.Is(err, os.ErrNotExist) || err == nil && !desc.Exists
+	if missing {
 		po.FormatMajorVersion = pebble.FormatNewest
 	}
-	if o.ReadOnly && (errors.Is(err, os.ErrNotExist) || err == nil && !desc.Exists) {
+	if err != nil && !missing {
+		// Not knowing the store's format, Open must not guess it: a
+		// failure to read the directory is Open's failure.
+		err = fmt.Errorf("kv: open %s: %w", dir, err)
+	} else if o.ReadOnly && missing {
 		// Pebble would create an empty store in memory and then fail to
 		// find its manifest; say what is wrong instead.
 		err = fmt.Errorf("kv: open %s read-only: no store there", dir)

@@ -68,6 +68,10 @@ func (p *Pool) checkLongSteps() bool {
 		for int64(p.extras) < min(stuck, int64(len(p.workers))) && !p.closed && p.q.Len() > 0 {
 			p.extras++
 			w := &worker{wake: make(chan struct{}, 1), extra: true}
+			if p.extraWorkers == nil {
+				p.extraWorkers = map[*worker]struct{}{}
+			}
+			p.extraWorkers[w] = struct{}{}
 			p.wg.Add(1)
 			go p.work(w)
 		}

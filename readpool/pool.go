@@ -148,10 +148,13 @@ type Pool struct {
 	waitingN int
 	running  int // tasks taken from the queue (or adopted after an inline step) whose step has not been filed
 	extras   int
-	spawned  int64 // accepted tasks, but for those run inline (counted per slot)
-	timer    *time.Timer
-	timerAt  time.Duration // when the timer fires for held tasks; 0 = not armed
-	retired  workerStats
+	// extraWorkers are the live extra workers, whose figures Stats adds
+	// to the workers' until they retire into retired.
+	extraWorkers map[*worker]struct{}
+	spawned      int64 // accepted tasks, but for those run inline (counted per slot)
+	timer        *time.Timer
+	timerAt      time.Duration // when the timer fires for held tasks; 0 = not armed
+	retired      workerStats
 
 	opts  Options
 	epoch time.Time

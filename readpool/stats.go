@@ -92,6 +92,12 @@ func (p *Pool) Stats() Stats {
 	}
 	p.mu.Lock()
 	agg.add(&p.retired)
+	for w := range p.extraWorkers {
+		agg.add(&w.own.stats)
+		if w.own.stepStart.Load() != 0 {
+			s.Busy++
+		}
+	}
 	s.Parked = len(p.parked)
 	s.Extra = p.extras
 	s.Queued = p.q.Len()

@@ -234,6 +234,7 @@ func (p *Pool) park(w *worker) {
 func (p *Pool) retireLocked(w *worker) {
 	p.extras--
 	p.retired.add(&w.own.stats)
+	delete(p.extraWorkers, w)
 	var wk *worker
 	if p.q.Len() > 0 {
 		wk = p.unparkOneLocked()

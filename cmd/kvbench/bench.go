@@ -190,8 +190,13 @@ func runScheduler(ctx context.Context, st *stores, cfg *config, sched string, wo
 		stream := func(phase uint64) uint64 { return newRand(cfg.seed, nameStream(name), phase).Uint64() }
 		if cfg.warmup > 0 {
 			stop := prog.timed(label+" warm-up", cfg.warmup)
-			runPhase(ctx, db, w.clients(&env{db: db, cfg: cfg, keys: keys, seed: stream(streamWarmup)}), cfg.warmup)
+			wph := runPhase(ctx, db, w.clients(&env{db: db, cfg: cfg, keys: keys, seed: stream(streamWarmup)}), cfg.warmup)
 			stop()
+			// A workload that checks the store (soak) fails the run on a
+			// mismatch, in the warm-up too.
+			if err := wph.failure(); err != nil {
+				return fmt.Errorf("%s warm-up: %w", label, err)
+			}
 		}
 		if ctx.Err() != nil {
 			return interruption{phase: label + " warm-up"}
@@ -204,6 +209,9 @@ func runScheduler(ctx context.Context, st *stores, cfg *config, sched string, wo
 			r := newResult(name, sched, c, "", rec.summarize(c, ph.elapsed))
 			r.Interrupted = ph.interrupted
 			byRun[[2]string{name, sched}] = append(byRun[[2]string{name, sched}], r)
+		}
+		if err := ph.failure(); err != nil {
+			return fmt.Errorf("%s: %w", label, err)
 		}
 		if ctx.Err() != nil {
 			return interruption{phase: label, elapsed: ph.elapsed, of: cfg.duration}

@@ -63,6 +63,7 @@ var workloadList = []*workload{
 	ycsbWorkload("ycsb-f", ycsbMix{read: 0.5, rmw: 0.5}),
 	groupsWorkload(),
 	groupsStepsWorkload(),
+	soakWorkload(),
 }
 
 func lookupWorkload(name string) (*workload, bool) {
