@@ -19,6 +19,8 @@ const (
 	// A groups workload's phase with one group alone, before the others.
 	streamAloneWarmup  = 3
 	streamAloneMeasure = 4
+	// A workload's quiet phase (workload.quiet), after its warm-up.
+	streamQuietMeasure = 5
 )
 
 // runBench is a whole kvbench run: make and load the store, run each
@@ -140,6 +142,9 @@ func writeResults(cfg *config, rep *report, stop interruption, cause error, out,
 	if err := writeComparisons(tableOut, rep); err != nil {
 		return err
 	}
+	if err := writeNoisySummaries(tableOut, cfg, rep); err != nil {
+		return err
+	}
 	if err := writeGroupSummaries(tableOut, rep); err != nil {
 		return err
 	}
@@ -170,9 +175,14 @@ func writeResults(cfg *config, rep *report, stop interruption, cause error, out,
 }
 
 // runScheduler opens the store with scheduler sched and runs each of
-// workloads on it: a warm-up, then the measured phase. It returns an
-// interruption if ctx ends first, after recording the figures of the
-// measured phase it stopped, if any.
+// workloads on it: a warm-up, then, for a workload with a quiet phase
+// (unless --no-quiet), the quiet phase, measured, then the measured
+// phase. It returns an interruption if ctx ends first, after recording the
+// figures of the measured phase it stopped, if any.
+//
+// The quiet phase follows the warm-up directly, so that it finds the store
+// as warm as the measured phase does; it runs for --duration, as the
+// measured phase does, so that the two Get p99s rest on as many Gets.
 func runScheduler(ctx context.Context, st *stores, cfg *config, sched string, workloads []*workload,
 	keys *keySpace, prog *progress, byRun map[[2]string][]result) (err error) {
 	db, err := st.open(st.options(sched))
@@ -201,20 +211,33 @@ func runScheduler(ctx context.Context, st *stores, cfg *config, sched string, wo
 		if ctx.Err() != nil {
 			return interruption{phase: label + " warm-up"}
 		}
-		stop := prog.timed(label, cfg.duration)
-		ph := runPhase(ctx, db, w.clients(&env{db: db, cfg: cfg, keys: keys, seed: stream(streamMeasure)}), cfg.duration)
-		stop()
-		rec := ph.merged()
-		for _, c := range w.classes {
-			r := newResult(name, sched, c, "", rec.summarize(c, ph.elapsed))
-			r.Interrupted = ph.interrupted
-			byRun[[2]string{name, sched}] = append(byRun[[2]string{name, sched}], r)
+		// measured runs one measured phase of clients built by build and
+		// records its classes as results of workload as.
+		measured := func(label, as string, classes []class, build func(*env) []client, streamPhase uint64) error {
+			stop := prog.timed(label, cfg.duration)
+			ph := runPhase(ctx, db, build(&env{db: db, cfg: cfg, keys: keys, seed: stream(streamPhase)}), cfg.duration)
+			stop()
+			rec := ph.merged()
+			for _, c := range classes {
+				r := newResult(as, sched, c, "", rec.summarize(c, ph.elapsed))
+				r.Interrupted = ph.interrupted
+				byRun[[2]string{name, sched}] = append(byRun[[2]string{name, sched}], r)
+			}
+			if err := ph.failure(); err != nil {
+				return fmt.Errorf("%s: %w", label, err)
+			}
+			if ctx.Err() != nil {
+				return interruption{phase: label, elapsed: ph.elapsed, of: cfg.duration}
+			}
+			return nil
 		}
-		if err := ph.failure(); err != nil {
-			return fmt.Errorf("%s: %w", label, err)
+		if w.quiet != nil && !cfg.noQuiet {
+			if err := measured(label+" quiet", name+quietSuffix, []class{classGet}, w.quiet, streamQuietMeasure); err != nil {
+				return err
+			}
 		}
-		if ctx.Err() != nil {
-			return interruption{phase: label, elapsed: ph.elapsed, of: cfg.duration}
+		if err := measured(label, name, w.classes, w.clients, streamMeasure); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -40,8 +40,9 @@ func runTiny(t *testing.T, args ...string) (*report, string) {
 // TestRun_EveryWorkloadOnEveryScheduler runs each workload briefly on
 // each scheduler, in one run (one load): every class a workload reports
 // does some work, without errors, and the results come in workload,
-// scheduler, class order. The groups workloads run once, on priority, with
-// a result per group.
+// scheduler, class order, a quiet phase's Gets (noisy-quiet) just before
+// its workload's on each scheduler. The groups workloads run once, on
+// priority, with a result per group.
 func TestRun_EveryWorkloadOnEveryScheduler(t *testing.T) {
 	rep, out := runTiny(t, "--workload", strings.Join(workloadNames(), ","),
 		"--schedulers", strings.Join(knownSchedulers, ","), "--group-scanners", "2", "-q")
@@ -56,6 +57,9 @@ func TestRun_EveryWorkloadOnEveryScheduler(t *testing.T) {
 				ids = groupResultIDs(w)
 			} else {
 				for _, s := range knownSchedulers {
+					if w.quiet != nil {
+						ids = append(ids, [4]string{w.name + quietSuffix, s, classGet.String(), ""})
+					}
 					for _, c := range w.classes {
 						ids = append(ids, [4]string{w.name, s, c.String(), ""})
 					}
@@ -101,15 +105,15 @@ func TestRun_JSONAndPlot(t *testing.T) {
 	}, doc)
 
 	want := [][3]string{
-		{"noisy", "mlfq", "get"}, {"noisy", "mlfq", "scan"},
-		{"noisy", "direct", "get"}, {"noisy", "direct", "scan"},
+		{"noisy-quiet", "mlfq", "get"}, {"noisy", "mlfq", "get"}, {"noisy", "mlfq", "scan"},
+		{"noisy-quiet", "direct", "get"}, {"noisy", "direct", "get"}, {"noisy", "direct", "scan"},
 		{"ycsb-a", "mlfq", "get"}, {"ycsb-a", "mlfq", "update"},
 		{"ycsb-a", "direct", "get"}, {"ycsb-a", "direct", "update"},
 	}
 	require.Len(t, results, len(want))
 	fields := []string{"workload", "scheduler", "class", "group", "ops", "ops_per_sec",
 		"p50_us", "p99_us", "p999_us", "max_us", "errors"}
-	// noisy's Gets are paced: they have these too.
+	// noisy's Gets, quiet or not, are paced: they have these too.
 	pacedFields := append(slices.Clone(fields), "arrival", "offered_per_sec", "achieved_pct",
 		"service_p50_us", "service_p99_us", "service_p999_us", "service_max_us")
 	for i, x := range results {
@@ -119,7 +123,7 @@ func TestRun_JSONAndPlot(t *testing.T) {
 		for k := range r {
 			keys = append(keys, k)
 		}
-		if want[i][0] == "noisy" && want[i][2] == "get" {
+		if strings.HasPrefix(want[i][0], "noisy") && want[i][2] == "get" {
 			assert.ElementsMatch(t, pacedFields, keys, "result %d has exactly the fields", i)
 			assert.Equal(t, "fixed", r["arrival"])
 		} else {

@@ -32,6 +32,7 @@ type config struct {
 	longScanLen   int           // noisy, cop: keys per long scan or aggregate, capped at keys
 	think         time.Duration // noisy, cop: one Get client's interval between Gets
 	arrival       string        // noisy, cop: when the Get clients' Gets are due, arrivalFixed or arrivalThink
+	noQuiet       bool          // noisy: skip the quiet phase (its Gets without the scans) before the measured one
 	oltpRate      float64       // groups: oltp's point Gets per second, over all clients
 	groupScanners int           // groups, groups-steps: scan goroutines per scanning group
 	workloads     []string      // known workload names, in the order given, each baseline before its workload
@@ -94,6 +95,8 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.arrival, "arrival", arrivalFixed, "noisy, cop: when each Get client's Gets are due, "+strings.Join(arrivals, " or ")+
 		": fixed, on a schedule of the client's own (Get i at i × --think after a random phase), a late Get issued at once, none skipped; "+
 		"think, --think after the previous Get returned. Latency counts from when a Get was due")
+	fs.BoolVar(&c.noQuiet, "no-quiet", false, "noisy: skip the quiet phase, its Get clients alone for --duration before the measured phase, "+
+		"whose Get p99 the p99 beside the scans is judged against")
 	fs.Float64Var(&c.oltpRate, "oltp-rate", 2_000, "groups: the oltp group's point Gets per second, over --clients goroutines on a fixed schedule")
 	fs.IntVar(&c.groupScanners, "group-scanners", 64, "groups, groups-steps: goroutines looping on scans in each scanning group; shares hold while groups are backlogged, and with too few a group whose queue runs dry gives its share away (the pool is work-conserving)")
 	fs.StringSliceVar(&c.workloads, "workload", []string{"noisy"}, "workloads, comma-separated: "+strings.Join(workloadNames(), ", "))

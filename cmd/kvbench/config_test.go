@@ -65,7 +65,7 @@ func TestConfig_Flags(t *testing.T) {
 		"--think", "1ms", "--arrival", "think", "--oltp-rate", "500", "--group-scanners", "3",
 		"--workload", "get, scan,ycsb-e,groups", "--schedulers", "fifo,mlfq,priority",
 		"--seed", "42", "--json", "out.json", "--plot", "out.SVG", "-q",
-		"--max-tasks", "64", "--time-slice", "250us", "--row-cache", "0", "--sync", "--admin", ":7070")
+		"--max-tasks", "64", "--time-slice", "250us", "--row-cache", "0", "--sync", "--admin", ":7070", "--no-quiet")
 	require.NoError(t, err)
 	assert.Equal(t, &config{
 		dir:           "/tmp/store",
@@ -84,6 +84,7 @@ func TestConfig_Flags(t *testing.T) {
 		longScanLen:   300,
 		think:         time.Millisecond,
 		arrival:       "think",
+		noQuiet:       true,
 		oltpRate:      500,
 		groupScanners: 3,
 		workloads:     []string{"get", "scan", "ycsb-e", "groups"},

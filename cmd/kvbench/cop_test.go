@@ -43,7 +43,7 @@ func TestRun_Cop(t *testing.T) {
 // still find sane answers, and noisy runs on the rows.
 func TestRun_CopWithOthers(t *testing.T) {
 	rep, out := runTiny(t, "--workload", "ycsb-a,ycsb-d,cop,noisy,cop-scan", "--schedulers", "mlfq",
-		"--duration", "300ms", "--warmup", "0s", "-q")
+		"--duration", "300ms", "--warmup", "0s", "--no-quiet", "-q")
 	assert.Equal(t, "ycsb-a,ycsb-d,cop,noisy,cop-scan", rep.Workload, "a baseline named is not added again")
 	for _, r := range rep.Results {
 		assert.Positive(t, r.Ops, "%s %s %s did nothing", r.Workload, r.Scheduler, r.Class)

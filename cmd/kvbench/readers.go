@@ -58,7 +58,9 @@ func scanRandom(ctx context.Context, e *env, int64n func(int64) int64, n int) er
 
 // noisyWorkload is the headline case: --scanners goroutines loop on long
 // scans while --clients goroutines do point Gets at a steady rate. It shows
-// whether short reads stay fast beside long ones.
+// whether short reads stay fast beside long ones. Its quiet phase, the
+// same Gets without the scans, is what their p99 beside the scans is
+// judged against (see writeNoisySummaries).
 func noisyWorkload() *workload {
 	return &workload{
 		name:    "noisy",
@@ -68,6 +70,7 @@ func noisyWorkload() *workload {
 				return classScan, scanRandom(ctx, e, int64n, e.cfg.longScanLen)
 			})
 		},
+		quiet: pacedGetClients,
 	}
 }
 
@@ -76,15 +79,23 @@ func noisyWorkload() *workload {
 // (getSchedule) and --scanners goroutines looping on long, each with a
 // random stream of its own, from which long draws its start.
 func getsBeside(e *env, long func(ctx context.Context, e *env, int64n func(int64) int64) (class, error)) []client {
-	var cs []client
-	for i := range e.cfg.clients {
-		// The phase comes from a stream apart from the client's keys', so
-		// that --arrival does not change which keys it reads.
-		cs = append(cs, pacedGets(e, i, getSchedule(e.cfg, newRand(e.seed, uint64(i), offsetStream), i)))
-	}
+	cs := pacedGetClients(e)
 	for i := range e.cfg.scanners {
 		r := e.rand(e.cfg.clients + i)
 		cs = append(cs, closedLoop(func(ctx context.Context) (class, error) { return long(ctx, e, r.Int64N) }))
+	}
+	return cs
+}
+
+// pacedGetClients returns noisy's Get clients: --clients goroutines doing
+// paced Gets (pacedGets) on the schedules of --arrival (getSchedule), with
+// random streams 0 to --clients-1.
+func pacedGetClients(e *env) []client {
+	cs := make([]client, e.cfg.clients)
+	for i := range cs {
+		// The phase comes from a stream apart from the client's keys', so
+		// that --arrival does not change which keys it reads.
+		cs[i] = pacedGets(e, i, getSchedule(e.cfg, newRand(e.seed, uint64(i), offsetStream), i))
 	}
 	return cs
 }

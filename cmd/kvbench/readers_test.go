@@ -105,10 +105,11 @@ func TestGetSchedule_Offsets(t *testing.T) {
 	assert.Zero(t, getSchedule(cfg, newRand(1, 0, offsetStream), 3).offset, "--think 0 under think arrival")
 }
 
-// TestRun_Arrival runs noisy briefly under each arrival on one scheduler:
-// its Get row has the pacing fields (in the JSON and in the table's
-// "get e2e" and "get service" rows), its scan row none, and every Get's
-// latency from when it was due is at least its service time.
+// TestRun_Arrival runs noisy briefly, without its quiet phase, under each
+// arrival on one scheduler: its Get row has the pacing fields (in the JSON
+// and in the table's "get e2e" and "get service" rows), its scan row none,
+// and every Get's latency from when it was due is at least its service
+// time.
 func TestRun_Arrival(t *testing.T) {
 	for _, arrival := range arrivals {
 		t.Run(arrival, func(t *testing.T) {
@@ -125,7 +126,7 @@ func TestRun_Arrival(t *testing.T) {
 			})
 			out, errOut, err := executeCmd(t, cmd, append(slices.Clone(tinyArgs),
 				"--duration", "300ms", "--warmup", "0", "--workload", "noisy", "--schedulers", "mlfq",
-				"--arrival", arrival, "--json", path, "-q")...)
+				"--arrival", arrival, "--no-quiet", "--json", path, "-q")...)
 			require.NoError(t, err, errOut)
 			b, err := os.ReadFile(path)
 			require.NoError(t, err)

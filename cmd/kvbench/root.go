@@ -90,7 +90,14 @@ throughput and latency percentiles per scheduler and operation class.
 
 With no arguments it runs "noisy": --scanners goroutines looping on long
 scans while --clients goroutines do point Gets at a steady rate, on mlfq,
-fifo and direct, to show what the read pool buys short reads.
+fifo and direct, to show what the read pool buys short reads. On each
+scheduler, after the warm-up, a quiet phase first runs the same Gets alone,
+without the scans, for --duration (its rows are workload "noisy-quiet");
+then the measured phase runs them beside the scans. Under the table
+kvbench prints, per scheduler, the Gets' e2e p99 quiet and beside the
+scans and their ratio (want ≤ 3×), the share of the offered rate achieved
+beside the scans (want ≥ 98%), and, when fifo and mlfq both ran, fifo's
+e2e p99 over mlfq's (want ≥ 10×). --no-quiet skips the quiet phase.
 
 --arrival says when noisy's (and cop's) Gets are due. "fixed", the
 default: each Get client keeps a schedule of its own, its Get i due at
@@ -161,6 +168,7 @@ authentication, and PUT /groups changes the scheduling).`,
 		Example: `  kvbench
   kvbench --workload get,scan --schedulers mlfq,direct --duration 10s
   kvbench --arrival think --think 1ms   # noisy's Gets each 1 ms after the last returned
+  kvbench --schedulers mlfq,fifo --no-quiet   # noisy without its quiet phase
   kvbench --workload ycsb-a,ycsb-e --json results.json --plot latency.svg
   kvbench --workload cop --keys 1000000 --long-scan-len 1000000
   kvbench --workload groups,groups-steps --json groups.json

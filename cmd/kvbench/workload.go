@@ -30,7 +30,17 @@ type workload struct {
 	// scheduler (config.validate adds it), and a line under the table
 	// compares their Get p99s (see writeComparisons).
 	baseline string
+	// quiet, when set, builds the clients of its quiet phase: its Get
+	// clients alone, without what they run beside. On each scheduler,
+	// unless --no-quiet, the quiet phase is measured after the warm-up and
+	// before the workload's own measured phase; its results are those of
+	// workload name+quietSuffix, and a line under the table compares the
+	// Gets' p99 in the two (see writeNoisySummaries).
+	quiet func(e *env) []client
 }
+
+// quietSuffix ends the workload name of the results of a quiet phase.
+const quietSuffix = "-quiet"
 
 // client runs operations until ctx is done, recording each in rec, which
 // is its own.
