@@ -420,31 +420,6 @@ func (s *soakRun) getter(stream int) client {
 	})
 }
 
-// thinkLoop is closedLoop with a pause of think between two operations:
-// each operation is timed from its own start, the pauses are not.
-func thinkLoop(think time.Duration, op func(ctx context.Context) (class, error)) client {
-	if think <= 0 {
-		return closedLoop(op)
-	}
-	return func(ctx context.Context, rec *recorder) {
-		timer := time.NewTimer(think)
-		defer timer.Stop()
-		for ctx.Err() == nil {
-			start := time.Now()
-			c, err := op(ctx)
-			if ctx.Err() != nil {
-				return // the phase ended during op
-			}
-			rec.record(c, time.Since(start), err)
-			timer.Reset(think)
-			select {
-			case <-ctx.Done():
-			case <-timer.C:
-			}
-		}
-	}
-}
-
 func describeModel(v *soakValue) string {
 	if v == nil {
 		return describeSoakValue(nil, false)

@@ -162,8 +162,18 @@ func groupRU(db *kv.DB) map[string]float64 {
 
 // closedLoop returns a client that runs op back to back, each timed from
 // its own start.
-func closedLoop(op func(ctx context.Context) (class, error)) client {
+func closedLoop(op func(ctx context.Context) (class, error)) client { return thinkLoop(0, op) }
+
+// thinkLoop is closedLoop with a pause of think (if positive) between two
+// operations: each operation is timed from its own start, the pauses are
+// not.
+func thinkLoop(think time.Duration, op func(ctx context.Context) (class, error)) client {
 	return func(ctx context.Context, rec *recorder) {
+		var timer *time.Timer
+		if think > 0 {
+			timer = time.NewTimer(think)
+			defer timer.Stop()
+		}
 		for ctx.Err() == nil {
 			start := time.Now()
 			c, err := op(ctx)
@@ -171,6 +181,14 @@ func closedLoop(op func(ctx context.Context) (class, error)) client {
 				return // the phase ended during op
 			}
 			rec.record(c, time.Since(start), err)
+			if timer == nil {
+				continue
+			}
+			timer.Reset(think)
+			select {
+			case <-ctx.Done():
+			case <-timer.C:
+			}
 		}
 	}
 }

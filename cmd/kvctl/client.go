@@ -49,6 +49,17 @@ func (f *liveFlags) client() (*adminClient, error) {
 	return &adminClient{base: base, hostPort: hostPort, hc: &http.Client{Transport: tr, Timeout: f.timeout}}, nil
 }
 
+// call is a live command's whole conversation with the endpoint: one
+// request, its answer decoded into out, and Ctrl-C reported as such.
+func (f *liveFlags) call(ctx context.Context, method, path string, body, out any) error {
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return interrupted(ctx, c.do(ctx, method, path, body, out))
+}
+
 // parseAddr reads --addr: "HOST:PORT" (an empty host is 127.0.0.1, as
 // kvbench --admin listens on it) or an http or https URL, whose path is
 // where the handler is mounted. It returns the base URL and the host:port

@@ -66,14 +66,9 @@ can still be configured, and apply once the store is opened with it.`,
   kvctl groups delete batch`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := lf.client()
-			if err != nil {
-				return err
-			}
-			defer c.close()
 			var a groupsAnswer
-			if err := c.do(cmd.Context(), "GET", "/groups", nil, &a); err != nil {
-				return interrupted(cmd.Context(), err)
+			if err := lf.call(cmd.Context(), "GET", "/groups", nil, &a); err != nil {
+				return err
 			}
 			rep := groupsReport{ResourceControl: a.ResourceControl, Groups: groupRows(a.Groups)}
 			if out.json {
@@ -229,21 +224,16 @@ deleted.`,
 			if args[0] == "" {
 				return errEmptyGroup
 			}
-			c, err := lf.client()
-			if err != nil {
-				return err
-			}
-			defer c.close()
 			var got struct {
 				Deleted string `json:"deleted"`
 			}
-			if err := c.do(cmd.Context(), "DELETE", "/groups/"+args[0], nil, &got); err != nil {
-				return interrupted(cmd.Context(), err)
+			if err := lf.call(cmd.Context(), "DELETE", "/groups/"+args[0], nil, &got); err != nil {
+				return err
 			}
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), got)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted group %s\n", strconv.Quote(got.Deleted))
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "deleted group %s\n", strconv.Quote(got.Deleted))
 			return err
 		},
 	}

@@ -55,14 +55,9 @@ there is no pool to show.`,
   kvctl pool --json | jq .pool.queue_wait.p99_ns`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := lf.client()
-			if err != nil {
-				return err
-			}
-			defer c.close()
 			var st kv.Stats
-			if err := c.do(cmd.Context(), "GET", "/stats", nil, &st); err != nil {
-				return interrupted(cmd.Context(), err)
+			if err := lf.call(cmd.Context(), "GET", "/stats", nil, &st); err != nil {
+				return err
 			}
 			rep := poolReport{Scheduler: st.Scheduler, Closed: st.Closed, Pool: st.Pool}
 			if st.Pool != nil {
