@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coopkv/coopkv/coproc"
+	"github.com/coopkv/coopkv/resource"
 )
 
 // The cancellation storm: many scans and coprocessor requests at once, each
@@ -34,7 +35,14 @@ const (
 	// stormStopRows bounds the rows a read is let read before its reader
 	// ends it.
 	stormStopRows = 500
+	// stormCappedRU is the rate of the storm's capped group: its third of
+	// the reads needs seconds of tokens (some 400 RU), so many are held.
+	stormCappedRU = 100
 )
+
+// stormGroups are the groups the reads of a storm with resource control
+// take turns in.
+var stormGroups = [...]string{"default", "fast", "capped"}
 
 // stormData is what a storm's store holds: keys[i] = keyN(i) holds
 // rows[i] = {"v": i}.
@@ -103,6 +111,11 @@ func TestStorm_CancelledReadsAllReturn(t *testing.T) {
 		{"mlfq", Options{}, false},
 		{"mlfq-db-close", Options{}, true},
 		{"direct-db-close", Options{Scheduler: SchedulerDirect}, true},
+		// Resource control: the reads spread over three groups, one of
+		// them capped so that its reads are held for tokens when their
+		// end comes.
+		{"groups", Options{ResourceControl: true}, false},
+		{"groups-db-close", Options{ResourceControl: true}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Logf("replay with: go test ./kv -run 'TestStorm_CancelledReadsAllReturn/%s' -storm-seed %d", c.name, seed)
@@ -110,6 +123,10 @@ func TestStorm_CancelledReadsAllReturn(t *testing.T) {
 			o.InMemory = true
 			db, err := Open("", &o)
 			require.NoError(t, err)
+			if o.ResourceControl {
+				require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "fast", RUPerSec: 1e6, Burstable: true}))
+				require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "capped", RUPerSec: stormCappedRU}))
+			}
 			runStorm(t, db, stormLoad(t, db), seed, c.closeDB)
 		})
 	}
@@ -130,15 +147,19 @@ func runStorm(t *testing.T, db *DB, data *stormData, seed uint64, closeDB bool) 
 		if !closeDB && end == endNone {
 			end = endCancel
 		}
+		base := context.Background()
+		if db.opts.ResourceControl {
+			base = WithResourceGroup(base, stormGroups[i%len(stormGroups)])
+		}
 		wg.Go(func() {
 			<-gate
 			if closeDB && started.Add(1) == closeAt {
 				go func() { closed <- db.Close() }()
 			}
 			if i%4 == 3 {
-				stormCoprocessor(t, db, rng, end, closeDB, tally)
+				stormCoprocessor(t, db, base, rng, end, closeDB, tally)
 			} else {
-				stormScan(t, db, data, rng, end, closeDB, tally)
+				stormScan(t, db, base, data, rng, end, closeDB, tally)
 			}
 		})
 	}
@@ -156,6 +177,13 @@ func runStorm(t *testing.T, db *DB, data *stormData, seed uint64, closeDB bool) 
 	}
 	if closeDB {
 		assert.NoError(t, <-closed, "Close in the storm")
+	} else if db.opts.ResourceControl {
+		capped := groupStats(t, db, "capped")
+		assert.Positive(t, capped.Throttled, "the capped group's reads were never held: the storm missed held tasks")
+		for _, g := range db.Stats().Groups {
+			assert.Zero(t, g.Queued+g.Running+g.Held, "group %s still has tasks after every read returned", g.Name)
+		}
+		t.Logf("capped group: held %v in all, %.1f RU", capped.Throttled, capped.RU)
 	}
 	assert.NoError(t, db.Close())
 	assert.NoError(t, db.Close(), "idempotent")
@@ -165,8 +193,8 @@ func runStorm(t *testing.T, db *DB, data *stormData, seed uint64, closeDB bool) 
 // stormScan runs one scan of the storm, from a random key, ascending or
 // descending, and checks every row it returns: the keys in order with none
 // missing, and the value of each.
-func stormScan(t *testing.T, db *DB, data *stormData, rng *rand.Rand, end stormEnd, closeDB bool, tally *stormTally) {
-	ctx, cancel := context.WithCancel(context.Background())
+func stormScan(t *testing.T, db *DB, base context.Context, data *stormData, rng *rand.Rand, end stormEnd, closeDB bool, tally *stormTally) {
+	ctx, cancel := context.WithCancel(base)
 	defer cancel()
 	reverse := rng.IntN(2) == 0
 	from := rng.IntN(stormKeys)
@@ -234,8 +262,8 @@ func stormScan(t *testing.T, db *DB, data *stormData, rng *rand.Rand, end stormE
 // stormCoprocessor runs one coprocessor request of the storm: a sum over
 // a random range, or the same range paged, ended between pages or while
 // it runs.
-func stormCoprocessor(t *testing.T, db *DB, rng *rand.Rand, end stormEnd, closeDB bool, tally *stormTally) {
-	ctx, cancel := context.WithCancel(context.Background())
+func stormCoprocessor(t *testing.T, db *DB, base context.Context, rng *rand.Rand, end stormEnd, closeDB bool, tally *stormTally) {
+	ctx, cancel := context.WithCancel(base)
 	defer cancel()
 	from := rng.IntN(stormKeys)
 	to := from + rng.IntN(stormKeys-from+1)

@@ -41,6 +41,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -232,8 +233,8 @@ func (db *DB) Scan(ctx context.Context, table, startKey string, count int, field
 	defer it.Close()
 	rows := make([]map[string][]byte, 0, count)
 	for it.Next() {
-		// Value is valid until Next; decodeRecord copies what it keeps.
-		m, err := decodeRecord(it.Value(), fields)
+		// Value is valid until Next: one copy, which the fields alias.
+		m, err := decodeRecord(bytes.Clone(it.Value()), fields)
 		if err != nil {
 			return nil, fmt.Errorf("coopkvdb: scan %s: %w", it.Key(), err)
 		}
@@ -413,17 +414,24 @@ func (e *recordEncoder) encode(values map[string][]byte) ([]byte, error) {
 	return e.buf.Bytes(), nil
 }
 
-// recordDecoder reads one record from a byte slice without copying it
-// first; what it returns it has copied.
+// recordDecoder reads one record in place. names interns the field names
+// it has met, so that a record of known fields costs one allocation (its
+// map); a record with unusual names costs one string each past maxNames.
 type recordDecoder struct {
-	r   bytes.Reader
-	dec *msgpack.Decoder
+	r     bytes.Reader
+	dec   *msgpack.Decoder
+	names map[string]string
 }
 
-var decoders = sync.Pool{New: func() any { return &recordDecoder{dec: msgpack.NewDecoder(nil)} }}
+const maxNames = 256
+
+var decoders = sync.Pool{New: func() any {
+	return &recordDecoder{dec: msgpack.NewDecoder(nil), names: make(map[string]string)}
+}}
 
 // decodeRecord decodes the fields of the record b (every field when fields
-// is empty) and skips the others. The values are copies: b may be reused.
+// is empty) and skips the others. The values alias b, as go-ycsb's own
+// row codec does: b must be the caller's to give away (kv.Get's result is).
 func decodeRecord(b []byte, fields []string) (map[string][]byte, error) {
 	d := decoders.Get().(*recordDecoder)
 	defer func() {
@@ -442,22 +450,65 @@ func decodeRecord(b []byte, fields []string) (map[string][]byte, error) {
 	}
 	m := make(map[string][]byte, max(size, 0))
 	for range n {
-		f, err := d.dec.DecodeString()
+		name, err := d.inPlace(b)
 		if err != nil {
 			return nil, fmt.Errorf("record field name: %w", err)
 		}
-		if len(fields) > 0 && !slices.Contains(fields, f) {
+		f, wanted := d.name(name, fields)
+		if !wanted {
 			if err := d.dec.Skip(); err != nil {
-				return nil, fmt.Errorf("record field %s: %w", f, err)
+				return nil, fmt.Errorf("record field %s: %w", name, err)
 			}
 			continue
 		}
-		// DecodeBytes reads into a new slice: the value does not alias b.
-		v, err := d.dec.DecodeBytes()
+		v, err := d.inPlace(b)
 		if err != nil {
 			return nil, fmt.Errorf("record field %s: %w", f, err)
 		}
 		m[f] = v
 	}
 	return m, nil
+}
+
+// inPlace reads the next str or bin header and returns its bytes as a
+// slice of b, the decoder's input, capped so an append cannot reach past
+// them.
+func (d *recordDecoder) inPlace(b []byte) ([]byte, error) {
+	n, err := d.dec.DecodeBytesLen()
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 { // nil
+		return nil, nil
+	}
+	off := len(b) - d.r.Len()
+	if n > d.r.Len() {
+		return nil, fmt.Errorf("msgpack: %d bytes wanted, %d left: %w", n, d.r.Len(), io.ErrUnexpectedEOF)
+	}
+	if _, err := d.r.Seek(int64(n), io.SeekCurrent); err != nil {
+		return nil, err
+	}
+	return b[off : off+n : off+n], nil
+}
+
+// name returns the field name as a string, and whether it is one of
+// fields (every name is when fields is empty), without allocating for a
+// name in fields or one met before.
+func (d *recordDecoder) name(name []byte, fields []string) (string, bool) {
+	if len(fields) > 0 {
+		for _, f := range fields {
+			if f == string(name) {
+				return f, true
+			}
+		}
+		return "", false
+	}
+	if f, ok := d.names[string(name)]; ok {
+		return f, true
+	}
+	f := string(name)
+	if len(d.names) < maxNames {
+		d.names[f] = f
+	}
+	return f, true
 }

@@ -146,7 +146,7 @@ func TestDB_Batch(t *testing.T) {
 	require.Error(t, db.BatchInsert(ctx, table, keys, recs[:1]), "keys and values must pair up")
 }
 
-func TestDecodeRecord_CopiesValues(t *testing.T) {
+func TestDecodeRecord_InPlace(t *testing.T) {
 	enc := getEncoder()
 	b, err := enc.encode(record("k", 4))
 	require.NoError(t, err)
@@ -155,11 +155,27 @@ func TestDecodeRecord_CopiesValues(t *testing.T) {
 
 	m, err := decodeRecord(b, nil)
 	require.NoError(t, err)
-	clear(b)
-	assert.Equal(t, record("k", 4), m, "decoded values must not alias the record's bytes")
+	assert.Equal(t, record("k", 4), m)
+	// The values are slices of b, capped: appending to one must not
+	// overwrite the next field's bytes.
+	m["field0"] = append(m["field0"], 'x')
+	again, err := decodeRecord(b, nil)
+	require.NoError(t, err)
+	assert.Equal(t, record("k", 4), again, "an append to a decoded value reached into the record")
+
+	sub, err := decodeRecord(b, []string{"field2", "nope"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]byte{"field2": record("k", 4)["field2"]}, sub)
+
+	allocs := testing.AllocsPerRun(100, func() { _, _ = decodeRecord(b, nil) })
+	assert.LessOrEqual(t, allocs, 2.0, "names met before and values in place: only the map should allocate")
 
 	_, err = decodeRecord([]byte{0xc1}, nil) // 0xc1 is never used in msgpack
 	require.Error(t, err)
+	for cut := 1; cut < len(b); cut++ {
+		_, err := decodeRecord(b[:cut], nil)
+		require.Error(t, err, "a record cut to %d of %d bytes must not decode", cut, len(b))
+	}
 }
 
 func TestOptions_ReportsEveryProblem(t *testing.T) {
