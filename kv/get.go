@@ -43,7 +43,7 @@ func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 			return val, nil
 		}
 	}
-	o.Inline = true
+	o.Inline, o.Short = true, true
 	err = db.pool.Go(ctx, t, o)
 	if err == nil {
 		t.waiting.Store(true)

@@ -39,6 +39,14 @@
 // not wait for Go's 10 ms preemption. Idle workers park; an idle pool burns
 // no CPU.
 //
+// A step that ends a task whose spawner is blocked on it ([Awaited]) readies
+// that goroutine on the worker's P, where it would wait for the worker's
+// next Gosched. So the worker hands its P over at once while scans or
+// coprocessor requests are live (their consumers wait in the same run
+// queue), and otherwise, with only point reads about ([SpawnOptions.Short]),
+// after the queued point reads of the next 50 µs: one hand-off then serves
+// several callers of a closed loop.
+//
 // A caller that spawns with [SpawnOptions.Inline] runs the first step on its
 // own goroutine when a worker is parked and nothing is queued, borrowing
 // that worker's slot: no hand-off, nobody overtaken, and still at most

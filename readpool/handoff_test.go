@@ -93,3 +93,60 @@ func waitIdle(t *testing.T, p *Pool) {
 		return s.Parked == s.Workers && s.Running == 0
 	}, 10*time.Second, time.Millisecond)
 }
+
+// TestCallerHandoff_DeferredOverPointReadsOnly: three point reads whose
+// callers wait, queued behind one another on a single worker. With only
+// point reads live, the worker steps all three before it gives up its P:
+// one hand-off for three readied callers. With a scan live (a task that is
+// not Short, waiting for a wake), each completion hands the P over at once.
+func TestCallerHandoff_DeferredOverPointReadsOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		scanLive bool
+		handoffs int64
+	}{
+		{"only point reads", false, 1},
+		{"a scan is live", true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// An hour of delay and of LongStep: the window never closes on
+			// its own, and no extra worker takes the queued reads.
+			p := newPool(t, Options{Workers: 1, LongStep: time.Hour, handoffDelay: time.Hour})
+			if tc.scanLive {
+				scan, _ := doneTask(func(*StepContext) Status { return Pending })
+				_, err := p.Spawn(context.Background(), scan, SpawnOptions{})
+				require.NoError(t, err)
+			}
+			waitIdle(t, p)
+
+			gate := make(chan struct{})
+			done := make(chan error, 3)
+			var tasks []*awaitedTask
+			for i := range 3 {
+				task := &awaitedTask{waiting: true}
+				task.step = func(*StepContext) Status {
+					if i == 0 {
+						<-gate // hold the worker until the others are queued
+					}
+					return Ready
+				}
+				task.done = func(err error) { done <- err }
+				tasks = append(tasks, task)
+			}
+			short := SpawnOptions{Short: true}
+			require.NoError(t, p.Go(context.Background(), tasks[0], short))
+			require.Eventually(t, func() bool { return p.Stats().Running == 1 }, 10*time.Second, time.Millisecond)
+			require.NoError(t, p.Go(context.Background(), tasks[1], short))
+			require.NoError(t, p.Go(context.Background(), tasks[2], short))
+			close(gate)
+			for range 3 {
+				require.NoError(t, <-done)
+			}
+			waitIdle(t, p)
+			for i, task := range tasks {
+				assert.EqualValues(t, 1, task.asked.Load(), "task %d: Waiting asked once", i)
+			}
+			assert.Equal(t, tc.handoffs, p.Stats().CallerHandoffs, "hand-offs for three readied callers")
+		})
+	}
+}

@@ -142,6 +142,9 @@ func (p *Pool) complete(h *Handle, err error, completed *atomic.Int64) {
 		h.stopWatch()
 	}
 	checkOnce(h)
+	if !h.short {
+		p.longLive.Add(-1)
+	}
 	if err != nil {
 		var pe *PanicError
 		switch {

@@ -37,7 +37,15 @@ type Options struct {
 	// goschedEvery is how much step time a worker runs before it hands its
 	// P back to the Go scheduler; 0 = TimeSlice / 4.
 	goschedEvery time.Duration
+	// handoffDelay is how long a worker that readied a blocked caller may
+	// go on stepping new tasks before it gives its P to that caller;
+	// 0 = defaultHandoffDelay, negative = at once.
+	handoffDelay time.Duration
 }
+
+// defaultHandoffDelay bounds what a deferred hand-off adds to a Get's
+// service time: a few Gets' steps.
+const defaultHandoffDelay = 50 * time.Microsecond
 
 // Accountant is told what each step consumed. Resource control implements
 // it to advance its groups' virtual time; it is called outside the pool's
@@ -77,6 +85,12 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.goschedEvery == 0 {
 		o.goschedEvery = o.TimeSlice / 4
+	}
+	if o.handoffDelay == 0 {
+		o.handoffDelay = defaultHandoffDelay
+	}
+	if o.handoffDelay < 0 {
+		o.handoffDelay = 0
 	}
 }
 
@@ -125,6 +139,12 @@ type SpawnOptions struct {
 	// Workers steps at once. Use it for requests whose caller waits for the
 	// result anyway (a Get); not where Spawn must return at once (a Scan).
 	Inline bool
+	// Short says the task should end in its first step, in microseconds: a
+	// point read. A worker whose step readied a blocked caller (Awaited)
+	// steps queued Short tasks for up to 50 µs more before it gives that
+	// caller its P, so that under a closed loop of readers one hand-off
+	// serves several; before any other task it hands the P over at once.
+	Short bool
 }
 
 // Pool is a bounded pool of workers that step tasks chosen by its Queue.
@@ -161,6 +181,7 @@ type Pool struct {
 	pre   *Preemption // the queue's hint, read per unit of work
 	// goschedEvery is copied out of opts for the ShouldYield fast path.
 	goschedEvery time.Duration
+	handoffDelay time.Duration
 
 	closedFlag   atomic.Bool  // mirrors closed for lock-free fast paths
 	completedOff atomic.Int64 // tasks ended off the workers' step path
@@ -173,6 +194,9 @@ type Pool struct {
 	preempted    atomic.Int64 // steps cut short for more urgent work
 	bypassed     atomic.Int64 // reads served by Bypass, without a task
 	stuck        atomic.Int64 // steps running longer than LongStep
+	// longLive counts the accepted, not yet completed tasks that are not
+	// point reads (SpawnOptions.Short): scans, coprocessor requests.
+	longLive atomic.Int64
 
 	handles       sync.Pool // recycled handles of Go tasks (see Handle.gen)
 	entries       sync.Pool // Bypass's entries: the queue's and Accountant's calls take a pointer
@@ -199,6 +223,7 @@ func New(opts Options) (*Pool, error) {
 		opts:         opts,
 		epoch:        time.Now(),
 		goschedEvery: opts.goschedEvery,
+		handoffDelay: opts.handoffDelay,
 		q:            opts.Queue,
 		pre:          opts.Queue.Preemption(),
 		quit:         make(chan struct{}),

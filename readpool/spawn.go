@@ -35,7 +35,7 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 	} else {
 		h = p.handles.Get().(*Handle)
 	}
-	h.t, h.ctx = t, ctx
+	h.t, h.ctx, h.short = t, ctx, o.Short
 	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Tag: o.Tag, h: h}
 	if err := ctx.Err(); err != nil {
 		return p.spawnDone(h, err)
@@ -55,7 +55,7 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 		}
 		return nil, err
 	}
-	p.inv.accept()
+	p.accept(h)
 	h.adopted = true
 	h.requeue()
 	var stop error
@@ -109,7 +109,7 @@ func (p *Pool) spawnDone(h *Handle, err error) (*Handle, error) {
 		return nil, ErrClosed
 	}
 	p.spawned++
-	p.inv.accept()
+	p.accept(h)
 	p.dropped.Add(1)
 	p.ending.Add(1)
 	p.mu.Unlock()
@@ -129,7 +129,7 @@ func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
 		p.giveBack(w)
 		return nil, ErrClosed
 	}
-	p.inv.accept()
+	p.accept(h)
 	s := &w.lent
 	s.stats.inline.Add(1)
 	now := p.now()
@@ -155,4 +155,13 @@ func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
 	}
 	p.giveBack(w)
 	return h, nil
+}
+
+// accept counts h among the pool's live tasks: in the invariants' count,
+// and among the live tasks that are not point reads (see Pool.work).
+func (p *Pool) accept(h *Handle) {
+	p.inv.accept()
+	if !h.short {
+		p.longLive.Add(1)
+	}
 }

@@ -167,6 +167,8 @@ type Handle struct {
 	adopted bool
 	// stepped: the task has taken a step.
 	stepped bool
+	// short: SpawnOptions.Short.
+	short bool
 	// stats: the spawner holds the handle (Spawn, not Go): it may read the
 	// task's figures, and the handle is never recycled.
 	stats bool

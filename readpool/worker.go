@@ -139,6 +139,16 @@ func (p *Pool) work(w *worker) {
 	now := s.lastGosched
 	var last *Handle // the last step's task, filed under the next lock
 	var r stepResult
+	// owed: a step of ours readied a caller blocked on its task, since
+	// owedSince, and we have not given up the P yet (see handOff).
+	owed, owedSince := false, time.Duration(0)
+	handOff := func() {
+		s.stats.handoffs.Add(1)
+		owed = false
+		runtime.Gosched()
+		s.lastGosched = p.now()
+		now = s.lastGosched
+	}
 	for {
 		p.mu.Lock()
 		if last != nil {
@@ -175,29 +185,46 @@ func (p *Pool) work(w *worker) {
 				}
 				return
 			}
+			if owed {
+				// Parking gives the P to the callers we readied.
+				s.stats.handoffs.Add(1)
+				owed = false
+			}
 			p.park(w)
 			s.lastGosched = p.now()
 			now = s.lastGosched
 			continue
 		}
 		p.mu.Unlock()
+		if owed && (!h.short || h.stepped) {
+			// The next task is not a point read: its step may take a
+			// quarter slice. The callers we readied run first.
+			handOff()
+		}
 		r = p.step(s, h, now, true)
 		readied := r.finished() && p.completeStep(s, h, &r)
 		last = h
 		// The end of one step is the start of the next pop: one clock read
 		// per step, not two.
 		now = r.end
-		if readied {
-			// The caller this step readied waits on our P: let it run now
-			// (see Awaited). Only then: a Gosched after every step would
-			// cost scans their throughput.
-			s.stats.handoffs.Add(1)
-			runtime.Gosched()
-			s.lastGosched = p.now()
-			now = s.lastGosched
+		if readied && !owed {
+			owed, owedSince = true, now
+		}
+		if owed && (now-owedSince >= p.handoffDelay || p.longLive.Load() > 0) {
+			// The callers our steps readied wait on our P (see Awaited):
+			// let them run. At once while scans or coprocessor requests
+			// are live: their consumers, readied by their batches, wait
+			// in our P's run queue, and each caller readied after the
+			// first would push the one before behind them. With only
+			// point reads (SpawnOptions.Short) about, queued ones are
+			// stepped first for up to handoffDelay, so that under a closed
+			// loop of readers one hand-off serves several (a Gosched is a
+			// trip through the global run queue).
+			handOff()
 		} else if now-s.lastGosched >= p.goschedEvery {
 			// Hand the P back before the next task: the program's other
 			// goroutines would otherwise wait for Go's 10 ms preemption.
+			owed = false // the callers run in this Gosched too
 			runtime.Gosched()
 			s.lastGosched = p.now()
 			now = s.lastGosched
