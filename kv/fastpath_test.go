@@ -131,9 +131,12 @@ func TestGet_CallerHandoffWhenAWorkerCompletesAQueuedGet(t *testing.T) {
 	// The queued Get ran on the worker, its caller blocked; the held one
 	// too, unless it ran inline, on its caller's goroutine (when the
 	// worker was parked at the time), where there is nobody to hand to.
+	// Either way one hand-off: with only Gets live, the worker that
+	// readied the held Get's caller steps the queued Get first and hands
+	// its P to both callers at once.
 	s := db.Stats().Pool
 	require.LessOrEqual(t, s.Inline, int64(1))
-	assert.Equal(t, 2-s.Inline, s.CallerHandoffs)
+	assert.Equal(t, int64(1), s.CallerHandoffs)
 }
 
 func TestStripesFor(t *testing.T) {
