@@ -604,3 +604,35 @@ func TestShouldYield_PreemptedByLevel0Work(t *testing.T) {
 		assert.Less(t, units[2], 10, "cut short for the level-0 task")
 	})
 }
+
+// TestPreempted_SaysWhenLevel0WorkWaits: a level-1 step that looks at
+// Preempted in the middle of a unit sees false while nothing waits and
+// true once a level-0 task is queued behind it, without a unit counted.
+func TestPreempted_SaysWhenLevel0WorkWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, Options{Workers: 1, TimeSlice: time.Hour})
+		looked := make(chan bool)
+		next := make(chan struct{})
+		long, longDone := doneTask(func(sc *StepContext) Status {
+			for range 2 {
+				<-next
+				looked <- sc.Preempted()
+			}
+			return Ready
+		})
+		_, err := p.Spawn(context.Background(), long, SpawnOptions{Fixed: true, Level: 1})
+		require.NoError(t, err)
+		synctest.Wait()
+		next <- struct{}{}
+		assert.False(t, <-looked, "nothing waits")
+
+		short, shortDone := readyTask()
+		_, err = p.Spawn(context.Background(), short, SpawnOptions{})
+		require.NoError(t, err)
+		next <- struct{}{}
+		assert.True(t, <-looked, "a level-0 task waits behind the step")
+		require.NoError(t, <-longDone)
+		require.NoError(t, <-shortDone)
+		assert.Zero(t, p.Stats().Preempted, "Preempted counts nothing; ShouldYield does")
+	})
+}

@@ -174,3 +174,45 @@ func TestCursor_MaxBatchCapsGrowth(t *testing.T) {
 	}
 	assert.Equal(t, []int{32, 64, 100, 100, 100, 100, 4}, sizes)
 }
+
+// preempter says "urgent work waits" from its after-th look on, and counts
+// its looks.
+type preempter struct{ looks, after int }
+
+func (p *preempter) Preempted() bool { p.looks++; return p.looks > p.after }
+
+func TestCursor_FillUnlessEndsABatchForUrgentWork(t *testing.T) {
+	db := openPebble(t, 5000, 8)
+	c, err := NewCursor(db, Spec{})
+	require.NoError(t, err)
+	defer c.Close()
+	var b Batch
+	// Grow the batch size to 1,024 rows.
+	for c.BatchRows() < MaxBatchRows {
+		_, _, err := c.Fill(&b)
+		require.NoError(t, err)
+	}
+	read := 32 + 64 + 128 + 256 + 512
+	// Urgent work from the third look on: the batch ends at 3 × 64 rows,
+	// and the scan goes on from the next key, losing nothing.
+	p := &preempter{after: 2}
+	rows, _, err := c.FillUnless(&b, p)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3*preemptEvery, rows)
+	assert.Equal(t, 3, p.looks, "one look per 64 rows")
+	assert.Equal(t, fmt.Sprintf("k%06d", read), string(b.Key(0)))
+	read += int(rows)
+	// Nobody urgent: a whole batch.
+	rows, _, err = c.FillUnless(&b, &preempter{after: 1 << 30})
+	require.NoError(t, err)
+	assert.EqualValues(t, MaxBatchRows, rows)
+	assert.Equal(t, fmt.Sprintf("k%06d", read), string(b.Key(0)))
+	read += int(rows)
+	for !c.Done() {
+		n, _, err := c.FillUnless(&b, nil)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("k%06d", read), string(b.Key(0)))
+		read += int(n)
+	}
+	assert.Equal(t, 5000, read)
+}

@@ -27,7 +27,9 @@ func (t *Task) Step(sc *readpool.StepContext) readpool.Status {
 		if b == nil {
 			return readpool.Pending
 		}
-		rows, bytes, err := t.c.Fill(b)
+		// A batch ends early when urgent work waits (a Get queued behind
+		// this step): it then waits for 64 rows, not up to 1,024.
+		rows, bytes, err := t.c.FillUnless(b, sc)
 		sc.Charge(rows, bytes)
 		if err != nil {
 			t.s.unreserve(b)
