@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coopkv/coopkv/coproc"
+	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
 )
 
@@ -35,8 +36,8 @@ const (
 	// stormStopRows bounds the rows a read is let read before its reader
 	// ends it.
 	stormStopRows = 500
-	// stormCappedRU is the rate of the storm's capped group: its third of
-	// the reads needs seconds of tokens (some 400 RU), so many are held.
+	// stormCappedRU is the rate of the storm's capped group, whose bucket
+	// the test empties first: its reads are held for tokens.
 	stormCappedRU = 100
 )
 
@@ -126,6 +127,14 @@ func TestStorm_CancelledReadsAllReturn(t *testing.T) {
 			if o.ResourceControl {
 				require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "fast", RUPerSec: 1e6, Burstable: true}))
 				require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "capped", RUPerSec: stormCappedRU}))
+				// Empty the capped group's bucket and half a second more, as
+				// a big read would, so that its reads are held from the start
+				// however little the storm's own reads cost (far less
+				// without the race detector than with it).
+				acc := db.pool.Options().Accountant
+				require.NotNil(t, acc)
+				acc.Charge(&readpool.Entry{Group: "capped", Tag: db.ResourceGroups().Resolve("capped")},
+					readpool.Usage{Bytes: int64(1.5 * stormCappedRU * resource.RUBytes)})
 			}
 			runStorm(t, db, stormLoad(t, db), seed, c.closeDB)
 		})
