@@ -150,3 +150,50 @@ func TestCallerHandoff_DeferredOverPointReadsOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestLongLive_CountsEveryNonShortTaskOutOnce: the count the hand-off rule
+// reads (live tasks that are not point reads) goes back to zero however
+// the tasks end — finished, cancelled while queued, context already done,
+// panicked, waiting when the pool closes — and Short tasks never touch it.
+func TestLongLive_CountsEveryNonShortTaskOutOnce(t *testing.T) {
+	p, err := New(Options{Workers: 1, LongStep: time.Hour})
+	require.NoError(t, err)
+	gate := make(chan struct{})
+	blocker, blockerDone := doneTask(func(*StepContext) Status { <-gate; return Ready })
+	_, err = p.Spawn(context.Background(), blocker, SpawnOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return p.Stats().Running == 1 }, 10*time.Second, time.Millisecond)
+
+	var dones []chan error
+	spawn := func(ctx context.Context, step func(*StepContext) Status, o SpawnOptions) *Handle {
+		task, done := doneTask(step)
+		h, err := p.Spawn(ctx, task, o)
+		require.NoError(t, err)
+		dones = append(dones, done)
+		return h
+	}
+	ready := func(*StepContext) Status { return Ready }
+	spawn(context.Background(), ready, SpawnOptions{})            // finishes
+	spawn(context.Background(), ready, SpawnOptions{Short: true}) // a point read
+	spawn(context.Background(), func(*StepContext) Status { panic("boom") }, SpawnOptions{})
+	spawn(context.Background(), func(*StepContext) Status { return Pending }, SpawnOptions{}) // waits until Close
+	spawn(context.Background(), ready, SpawnOptions{}).Cancel(nil)                            // cancelled while queued
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	spawn(done, ready, SpawnOptions{}) // context done at spawn
+	// The cancelled and the already-done ones ended at once.
+	assert.EqualValues(t, 4, p.longLive.Load(), "the blocker and three queued tasks that are not Short")
+
+	close(gate)
+	require.NoError(t, <-blockerDone)
+	require.Eventually(t, func() bool { return p.Stats().Pending == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return p.Stats().Parked == 1 }, 10*time.Second, time.Millisecond)
+	spawn(context.Background(), ready, SpawnOptions{Inline: true}) // runs, and ends, on this goroutine
+	require.EqualValues(t, 1, p.Stats().Inline)
+	assert.EqualValues(t, 1, p.longLive.Load(), "only the waiting task is live")
+	require.NoError(t, p.Close())
+	for _, d := range dones {
+		<-d
+	}
+	assert.Zero(t, p.longLive.Load())
+}
