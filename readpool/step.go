@@ -42,6 +42,13 @@ func (sc *StepContext) Handle() *Handle {
 // has ended (a no-op then), whatever happens to the task's handle.
 func (sc *StepContext) Waker() Waker { return Waker{sc.h, sc.h.gen} }
 
+// Preempted reports whether more urgent work waits for a worker than this
+// step (the queue's preemption hint is below the step's class), without
+// counting the step's units: a step in the middle of a long unit of work —
+// a scan filling a batch — may end the unit early, so that the urgent task
+// waits for part of a unit, not all of it. ShouldYield then says to yield.
+func (sc *StepContext) Preempted() bool { return sc.class > sc.p.pre.Load() }
+
 // ShouldYield is asked before each unit of work: true means the step has
 // used its time slice or its budget, or more urgent work waits (the queue's
 // Preemption hint), and should return Yield without doing the unit. A false
@@ -51,19 +58,12 @@ func (sc *StepContext) Waker() Waker { return Waker{sc.h, sc.h.gen} }
 // On a pool worker it also gives the worker's P back to the Go scheduler
 // every quarter slice or so, so that the embedding program's goroutines are
 // not left waiting for Go's 10 ms preemption while steps run back to back.
-// Preempted reports whether more urgent work waits for a worker than this
-// step (the queue's preemption hint is below the step's class), without
-// counting the step's units: a step in the middle of a long unit of work —
-// a scan filling a batch — may end the unit early, so that the urgent task
-// waits for part of a unit, not all of it. ShouldYield then says to yield.
-func (sc *StepContext) Preempted() bool { return sc.class > sc.p.pre.Load() }
-
 func (sc *StepContext) ShouldYield() bool {
 	if sc.used > 0 {
 		if sc.used >= sc.budget {
 			return true
 		}
-		if sc.class > sc.p.pre.Load() {
+		if sc.Preempted() {
 			// Urgent work waits for one unit of this step, not all of it.
 			sc.p.preempted.Add(1)
 			return true

@@ -142,12 +142,16 @@ func (p *Pool) work(w *worker) {
 	// owed: a step of ours readied a caller blocked on its task, since
 	// owedSince, and we have not given up the P yet (see handOff).
 	owed, owedSince := false, time.Duration(0)
-	handOff := func() {
-		s.stats.handoffs.Add(1)
+	// gosched gives the P back; whoever we readied runs in it too.
+	gosched := func() {
 		owed = false
 		runtime.Gosched()
 		s.lastGosched = p.now()
 		now = s.lastGosched
+	}
+	handOff := func() {
+		s.stats.handoffs.Add(1)
+		gosched()
 	}
 	for {
 		p.mu.Lock()
@@ -224,10 +228,7 @@ func (p *Pool) work(w *worker) {
 		} else if now-s.lastGosched >= p.goschedEvery {
 			// Hand the P back before the next task: the program's other
 			// goroutines would otherwise wait for Go's 10 ms preemption.
-			owed = false // the callers run in this Gosched too
-			runtime.Gosched()
-			s.lastGosched = p.now()
-			now = s.lastGosched
+			gosched()
 		}
 	}
 }
