@@ -145,16 +145,23 @@ func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
 	h.adopted = true
 	p.running++
 	p.q.Ran(&h.e, r.start)
-	wk, stop := p.fileLocked(h, &r, true)
+	p.fileLentLocked(w, h, &r)
+	return h, nil
+}
+
+// fileLentLocked files a step a caller ran in w's lent slot (fileLocked),
+// under p.mu, which it releases; ends the task if it must stop; and gives
+// the slot back.
+func (p *Pool) fileLentLocked(w *worker, h *Handle, r *stepResult) {
+	wk, stop := p.fileLocked(h, r, true)
 	p.mu.Unlock()
 	signal(wk)
 	if stop != nil {
 		// Close waits for this slot (giveBack below), so for this Done too.
-		p.complete(h, stop, &s.stats.completed)
+		p.complete(h, stop, &w.lent.stats.completed)
 		p.recycle(h)
 	}
 	p.giveBack(w)
-	return h, nil
 }
 
 // accept counts h among the pool's live tasks: in the invariants' count,

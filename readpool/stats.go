@@ -32,6 +32,10 @@ type Stats struct {
 	// task (Pool.Bypass: row-cache hits); they are in Spawned and
 	// Completed too.
 	Bypassed int64 `json:"bypassed"`
+	// SteppedHere counts steps of waiting tasks run on the goroutine that
+	// awaited them rather than on a worker (Waker.StepHere: a scan's
+	// consumer filling its own next batches).
+	SteppedHere int64 `json:"stepped_here"`
 
 	Steps     int64 `json:"steps"`
 	Yields    int64 `json:"yields"`
@@ -109,6 +113,7 @@ func (p *Pool) Stats() Stats {
 	p.mu.Unlock()
 	s.Inline = agg.inline.Load()
 	s.Bypassed = p.bypassed.Load()
+	s.SteppedHere = agg.here.Load()
 	s.Spawned += s.Inline + s.Bypassed
 
 	s.Completed = agg.completed.Load() + p.completedOff.Load() + s.Bypassed

@@ -49,6 +49,7 @@ type workerStats struct {
 	inline                  atomic.Int64 // first steps run inline on this slot
 	completed               atomic.Int64 // tasks ended by a step on this slot
 	handoffs                atomic.Int64 // Ps given to a caller a completion readied
+	here                    atomic.Int64 // steps run by the goroutine awaiting them (StepHere)
 	wait, step              hist.Histogram
 }
 
@@ -59,6 +60,7 @@ func (s *workerStats) add(o *workerStats) {
 	s.inline.Add(o.inline.Load())
 	s.completed.Add(o.completed.Load())
 	s.handoffs.Add(o.handoffs.Load())
+	s.here.Add(o.here.Load())
 	s.wait.Merge(&o.wait)
 	s.step.Merge(&o.step)
 }

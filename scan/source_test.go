@@ -42,25 +42,35 @@ func sources(t *testing.T, db *pebble.DB) map[string]func(ctx context.Context, s
 	}
 }
 
+// readAll reads r to its end, requiring every row's key to be the next of
+// k000000, k000001, …, and calling each (if not nil) with every batch. It
+// returns the rows read.
+func readAll(t *testing.T, r Source, each func(b *Batch)) int {
+	t.Helper()
+	total := 0
+	for {
+		b, err := r.Next()
+		require.NoError(t, err)
+		if b == nil {
+			return total
+		}
+		for i := range b.Len() {
+			require.Equal(t, fmt.Sprintf("k%06d", total+i), string(b.Key(i)))
+		}
+		total += b.Len()
+		if each != nil {
+			each(b)
+		}
+	}
+}
+
 func TestSource_ReadsEverythingInGrowingBatches(t *testing.T) {
 	db := openPebble(t, 5000, 8)
 	for name, open := range sources(t, db) {
 		t.Run(name, func(t *testing.T) {
 			r, c := open(context.Background(), Spec{})
 			var sizes []int
-			total := 0
-			for {
-				b, err := r.Next()
-				require.NoError(t, err)
-				if b == nil {
-					break
-				}
-				for i := range b.Len() {
-					require.Equal(t, fmt.Sprintf("k%06d", total+i), string(b.Key(i)))
-				}
-				total += b.Len()
-				sizes = append(sizes, b.Len())
-			}
+			total := readAll(t, r, func(b *Batch) { sizes = append(sizes, b.Len()) })
 			assert.Equal(t, 5000, total)
 			assert.Equal(t, []int{32, 64, 128, 256, 512, 1024, 1024, 1024, 936}, sizes)
 			b, err := r.Next()

@@ -44,9 +44,10 @@ func newPoolCmd(out *output) *cobra.Command {
     hits answered on the caller's goroutine without a task);
   queue wait (ready to running) and step time: p50, p99 and max since the
     pool started;
-  long steps (past the stuck threshold), preempted steps, yields, and
+  long steps (past the stuck threshold), preempted steps, yields,
     caller hand-offs (a worker gave its P to the Get caller its step
-    readied).
+    readied), and steps run by their consumer (a quick scan reader filling
+    its own next batches while a worker was idle).
 
 With the direct scheduler reads run on their callers' goroutines and
 there is no pool to show.`,
@@ -125,7 +126,7 @@ func printPool(w io.Writer, r *poolReport) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", d.name, shortDur(d.s.P50), shortDur(d.s.P99), shortDur(d.s.Max), d.s.Count)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "steps\t%d: long %d, preempted %d, yields %d, caller hand-offs %d\n", p.Steps, p.LongSteps, p.Preempted, p.Yields, p.CallerHandoffs)
+	fmt.Fprintf(tw, "steps\t%d: long %d, preempted %d, yields %d, caller hand-offs %d, stepped by their consumer %d\n", p.Steps, p.LongSteps, p.Preempted, p.Yields, p.CallerHandoffs, p.SteppedHere)
 	return tw.Flush()
 }
 

@@ -48,7 +48,7 @@ func TestPool(t *testing.T) {
 	for _, s := range []string{
 		"scheduler  mlfq (queue mlfq)", "workers", "busy", "parked", "extra",
 		"share of step time", "chance (target)", "rejected_busy", "inline",
-		"queue wait", "step time", "p99", "long", "preempted", "yields", "bypassed", "caller hand-offs",
+		"queue wait", "step time", "p99", "long", "preempted", "yields", "bypassed", "caller hand-offs", "stepped by their consumer",
 	} {
 		assert.Contains(t, out, s)
 	}

@@ -256,6 +256,7 @@ func TestMetrics_ParseUnderLoad(t *testing.T) {
 		"coopkv_pool_tasks_total":              dto.MetricType_COUNTER,
 		"coopkv_pool_steps_total":              dto.MetricType_COUNTER,
 		"coopkv_pool_caller_handoffs_total":    dto.MetricType_COUNTER,
+		"coopkv_pool_steps_here_total":         dto.MetricType_COUNTER,
 		"coopkv_pool_level_queued_tasks":       dto.MetricType_GAUGE,
 		"coopkv_pool_level_step_seconds_total": dto.MetricType_COUNTER,
 		"coopkv_pool_queue_wait_seconds":       dto.MetricType_HISTOGRAM,

@@ -22,7 +22,7 @@ type collector struct {
 	tasks                                 *prometheus.Desc // by state: queued, held, running, pending
 	tasksTotal                            *prometheus.Desc // by outcome
 	steps, yields, wakes, long, preempted *prometheus.Desc
-	handoffs                              *prometheus.Desc
+	handoffs, here                        *prometheus.Desc
 	levelQueued, levelSteps, levelSeconds *prometheus.Desc
 	level0Share, level0Chance             *prometheus.Desc
 	queueWait, stepDuration               *prometheus.Desc
@@ -56,6 +56,7 @@ func newCollector(db *kv.DB) *collector {
 		long:         d("pool_long_steps_total", "Steps that ran far past their slice (a worker was handed off)."),
 		preempted:    d("pool_preempted_steps_total", "Steps cut short at a unit boundary for more urgent work."),
 		handoffs:     d("pool_caller_handoffs_total", "Times a worker gave its P to the caller its step's completion readied."),
+		here:         d("pool_steps_here_total", "Steps of waiting tasks run on the goroutine awaiting them (a scan's consumer) instead of a worker."),
 		levelQueued:  d("pool_level_queued_tasks", "Ready tasks per queue level.", "level"),
 		levelSteps:   d("pool_level_steps_total", "Steps run per queue level.", "level"),
 		levelSeconds: d("pool_level_step_seconds_total", "Step time per queue level.", "level"),
@@ -91,7 +92,7 @@ func newCollector(db *kv.DB) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.workers, c.busy, c.parked, c.extra, c.tasks, c.tasksTotal,
-		c.steps, c.yields, c.wakes, c.long, c.preempted, c.handoffs,
+		c.steps, c.yields, c.wakes, c.long, c.preempted, c.handoffs, c.here,
 		c.levelQueued, c.levelSteps, c.levelSeconds, c.level0Share, c.level0Chance,
 		c.queueWait, c.stepDuration,
 		c.groupRU, c.groupRULastSecond, c.groupThrottled, c.groupRUPerSec, c.groupTasks, c.groupRejected,
@@ -141,6 +142,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.long, float64(p.LongSteps))
 		counter(c.preempted, float64(p.Preempted))
 		counter(c.handoffs, float64(p.CallerHandoffs))
+		counter(c.here, float64(p.SteppedHere))
 		for i, l := range p.Queue.Levels {
 			lv := strconv.Itoa(i)
 			gauge(c.levelQueued, float64(l.Queued), lv)
