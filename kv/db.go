@@ -98,7 +98,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, events.DiskSlow)
 		closers = append(closers, fsCloser)
 	}
-	tunePebble(po)
+	tunePebble(po, o.CacheSize)
 	// Pebble's default block cache is 8 MB; ours is CacheSize. Open takes
 	// its own reference, so ours is dropped once it has.
 	cache := pebble.NewCache(o.CacheSize)

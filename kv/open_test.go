@@ -111,3 +111,22 @@ func TestOpen_DefaultLoggerIsNotSilent(t *testing.T) {
 		"pebble background error": slog.LevelError,
 	}, rec.levels(), "warnings and errors reach slog.Default()")
 }
+
+func TestMemTableSize_FollowsTheBlockCache(t *testing.T) {
+	for _, tc := range []struct {
+		cache int64
+		want  uint64
+	}{
+		{1 << 20, 4 << 20},  // a small cache keeps Pebble's default
+		{64 << 20, 8 << 20}, // the default cache: an eighth
+		{256 << 20, 32 << 20},
+		{1 << 30, 64 << 20}, // capped
+	} {
+		assert.Equal(t, tc.want, memTableSize(tc.cache), "cache %d", tc.cache)
+		// Even with every memtable allowed queued, they take at most half
+		// the cache once it is past the floor.
+		if tc.cache >= 64<<20 {
+			assert.LessOrEqual(t, memTables*tc.want, uint64(tc.cache)/2)
+		}
+	}
+}

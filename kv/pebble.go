@@ -5,23 +5,50 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 )
 
-// tunePebble sets what Pebble's defaults leave out. Pebble has no bloom
-// filter unless asked: with one, a Get of a missing key skips the tables
-// that cannot hold it.
+// Memtable sizing: see tunePebble.
+const (
+	minMemTableSize = 4 << 20 // Pebble's default
+	maxMemTableSize = 64 << 20
+	memTableShare   = 8 // a memtable is this fraction of the block cache
+	memTables       = 4 // memtables, the mutable one included, before writes stall
+)
+
+// memTableSize is the memtable size for a block cache of cacheSize bytes.
+func memTableSize(cacheSize int64) uint64 {
+	return uint64(min(max(cacheSize/memTableShare, minMemTableSize), maxMemTableSize))
+}
+
+// tunePebble sets what Pebble's defaults leave out, for a block cache of
+// cacheSize bytes.
 //
-// CockroachDB's production settings (pkg/storage's DefaultPebbleOptions) —
-// larger memtables, L0 compaction at 2 sublevels, more concurrent
-// compactions, 256 KiB index blocks — were tried here and measured with
-// cmd/kvbench/ycsb (workloads a, b, c in a row, 2 CPUs, 2026-12-02): a
-// 32 MiB memtable raised update-heavy A from ~26 k to ~40 k ops/s but cut
-// read-only C from ~75 k to ~55 k, and the compaction and index settings
-// cut B and C by a further 10–30% (runs vary by ±15%; the causes are not
-// yet profiled). Until a setting wins on the mixes an embedded store
-// serves, Pebble keeps its defaults.
-func tunePebble(po *pebble.Options) {
+// Bloom filters: Pebble has none unless asked; with one, a Get of a
+// missing key skips the tables that cannot hold it.
+//
+// Memtables: Pebble reserves each memtable's size in the block cache, so
+// memtables and cached blocks share CacheSize, and a memtable sized apart
+// from the cache can crowd the blocks out — 32 MiB memtables beside the
+// default 64 MiB cache cut read-only YCSB C by a third or more. So the
+// memtable is an eighth of the cache (4 MiB, Pebble's default, up to 64
+// MiB), and up to four are kept before writes stall, where Pebble keeps
+// two: the memtables take at most half the cache, and that only while
+// flushes lag behind writes. Fewer, larger flushes mean less compaction,
+// which on a small machine takes its CPU from reads. Measured with
+// cmd/kvbench/ycsb (workloads load, a, b, c on coopkv-mlfq, runs of each
+// setting interleaved; 2 CPUs, 2026-12-02): at the default 64 MiB cache
+// (8 MiB memtables, three pairs) load +5–23%, A +21–26%, B and C within
+// the noise (B −3 to +5%, C −8 to +2%); with a 256 MiB cache (32 MiB
+// memtables, two pairs against 4 MiB ones) A +31–78%, B +20–55%.
+//
+// Left at Pebble's defaults, after trying them (same measure): one
+// compaction at a time (two gained nothing on 2 CPUs); L0 thresholds (a
+// store without CockroachDB's admission control keeps Pebble's write stall
+// at 12 L0 sublevels, which bounds read amplification).
+func tunePebble(po *pebble.Options, cacheSize int64) {
 	for i := range po.Levels {
 		l := &po.Levels[i]
 		l.FilterPolicy = bloom.FilterPolicy(10)
 		l.FilterType = pebble.TableFilter
 	}
+	po.MemTableSize = memTableSize(cacheSize)
+	po.MemTableStopWritesThreshold = memTables
 }
