@@ -152,6 +152,12 @@ func (c *Cursor) FillUnless(b *Batch, p Preempter) (rows, bytes int64, err error
 			}
 		}
 		b.add(c.it.Key(), v)
+		if b.Len() == 1 && c.avgRow == 0 && want > 1 {
+			// A scan's first batch: size it from its first row, rather
+			// than let append double the buffer (and copy it) its way up.
+			row := b.Bytes() + 1
+			b.grow(min(want*row, MaxBatchBytes+row), want)
+		}
 		if b.Len() >= want || b.Bytes() >= MaxBatchBytes {
 			break
 		}

@@ -80,8 +80,14 @@ func (s *Stream) reserve(sc *readpool.StepContext) *Batch {
 		s.free = s.free[:n-1]
 		return b
 	}
-	return new(Batch)
+	return batches.Get().(*Batch)
 }
+
+// batches recycles the batches of streams read to their end, so that a
+// short scan — a few rows, one batch — allocates no buffer. A batch is put
+// back only by its stream's consumer, once the stream has ended: nobody
+// else can hold it then (see Next).
+var batches = sync.Pool{New: func() any { return new(Batch) }}
 
 // unreserve gives back a slot that produced nothing.
 func (s *Stream) unreserve(b *Batch) {
@@ -193,6 +199,16 @@ func (s *Stream) take(now time.Time) (*Batch, error) {
 		return b, nil
 	}
 	s.returned = time.Time{}
+	if s.done {
+		// The task has ended and will not touch a batch again, and the
+		// consumer, asking for the next batch, is done with the last one:
+		// every batch is free.
+		for _, b := range s.free {
+			batches.Put(b)
+		}
+		clear(s.free)
+		s.free = s.free[:0]
+	}
 	return nil, s.err
 }
 
