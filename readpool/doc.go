@@ -50,7 +50,10 @@
 // A caller that spawns with [SpawnOptions.Inline] runs the first step on its
 // own goroutine when a worker is parked and nothing is queued, borrowing
 // that worker's slot: no hand-off, nobody overtaken, and still at most
-// Workers steps at once.
+// Workers steps at once. [Waker.StepHere] does the same for a later step of
+// a task that waits for a wake: the goroutine that would otherwise block
+// until the task produced something (a scan's quick consumer) runs the step
+// itself, if the queue, asked through Push and Pop, would run it now.
 //
 // # Overload, cancellation, failures
 //

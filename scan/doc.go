@@ -17,7 +17,8 @@
 //
 // A [Cursor] fills a [Batch] with up to its current batch size of rows, in
 // one buffer per batch (two allocations per batch at most, none once the
-// batch is reused). The batch size grows 32 → 64 → … → 1024 rows within a
+// batch is reused; a scan's first batch is sized from its first row, and a
+// stream read to its end gives its batches back for later scans). The batch size grows 32 → 64 → … → 1024 rows within a
 // scan, as TiKV's coprocessor does, so short scans stay cheap and long ones
 // amortise the per-batch cost; a batch also stops at MaxBatchBytes, so one
 // batch of huge values cannot take unbounded memory.
@@ -28,6 +29,13 @@
 // (DataFusion's reserve-before-poll): with none free it returns Pending and
 // the consumer's next read wakes it. A stream of N slots holds at most N
 // batches — filled, being filled, or being read — never N+1.
+//
+// A consumer quicker than a hand-off between goroutines (under 16 µs a
+// batch) does not wake the task for the slot it frees while it still has a
+// batch to read; when it has read everything buffered it steps the task on
+// its own goroutine ([readpool.Waker.StepHere]), so a fast reader of a long
+// scan costs no goroutine switch per batch. A slower consumer wakes the task
+// at once, and a worker fills the next batch while it reads.
 //
 // # Consistency
 //
