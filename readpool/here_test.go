@@ -3,6 +3,9 @@ package readpool
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -189,4 +192,91 @@ func TestStepHere_NotAheadOfAHeldTask(t *testing.T) {
 		require.NoError(t, <-otherDone)
 		assert.Zero(t, p.Stats().SteppedHere)
 	})
+}
+
+// Consumers stepping their tasks here race with wakes, cancels and Close:
+// every task still ends exactly once (the self-checks under -race count),
+// none is lost, and Close leaves nothing behind.
+func TestStepHere_RacesWithWakesCancelsAndClose(t *testing.T) {
+	const tasks = 200
+	p, err := New(Options{Workers: 2})
+	require.NoError(t, err)
+	type entry struct {
+		h      *Handle
+		waker  atomic.Pointer[Waker]
+		steps  atomic.Int32
+		doneN  atomic.Int32
+		doneCh chan error
+		need   int32
+	}
+	es := make([]*entry, tasks)
+	for i := range es {
+		// Some finish before Close, the others are ended by it.
+		e := &entry{doneCh: make(chan error, 1), need: int32(10 + 2*i)}
+		es[i] = e
+		task := &funcTask{
+			step: func(sc *StepContext) Status {
+				w := sc.Waker()
+				e.waker.Store(&w)
+				if e.steps.Add(1) >= e.need {
+					return Ready
+				}
+				return Pending
+			},
+			done: func(err error) {
+				e.doneN.Add(1)
+				e.doneCh <- err
+			},
+		}
+		e.h, err = p.Spawn(context.Background(), task, SpawnOptions{})
+		require.NoError(t, err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 7))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				runtime.Gosched() // the workers need the CPU too
+				e := es[r.IntN(tasks)]
+				w := e.waker.Load()
+				if w == nil {
+					continue
+				}
+				switch n := r.IntN(1000); {
+				case n < 2:
+					e.h.Cancel(nil)
+				case n < 100:
+					w.Wake()
+				default:
+					if !w.StepHere() {
+						w.Wake()
+					}
+				}
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, p.Close())
+	close(stop)
+	wg.Wait()
+	var finished, ended int
+	for _, e := range es {
+		require.EqualValues(t, 1, e.doneN.Load(), "every task ends exactly once")
+		switch err := <-e.doneCh; {
+		case err == nil:
+			finished++
+			assert.GreaterOrEqual(t, e.steps.Load(), e.need)
+		default:
+			ended++
+			assert.True(t, errors.Is(err, context.Canceled) || errors.Is(err, ErrClosed), "%v", err)
+		}
+	}
+	t.Logf("%d finished, %d cancelled or closed, %d steps here", finished, ended, p.Stats().SteppedHere)
+	assert.Positive(t, p.Stats().SteppedHere)
 }
