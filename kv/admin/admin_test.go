@@ -41,22 +41,29 @@ func openDB(t *testing.T, opts kv.Options) *kv.DB {
 // load runs Gets and scans until the test ends, so figures move.
 func load(t *testing.T, db *kv.DB) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	var wg, first sync.WaitGroup
+	first.Add(4)
 	for i := range 4 {
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for n := 0; ctx.Err() == nil; n++ {
 				if i%2 == 0 {
 					_, _ = db.Get(ctx, []byte("k042"))
-					continue
+				} else {
+					it := db.Scan(ctx, nil, nil, nil)
+					for range it.All() {
+					}
+					_ = it.Close()
 				}
-				it := db.Scan(ctx, nil, nil, nil)
-				for range it.All() {
+				if n == 0 {
+					first.Done()
 				}
-				_ = it.Close()
 			}
 		})
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
+	// Every reader has read once: the figures the tests look at are not
+	// left to how soon the machine runs the load's goroutines.
+	first.Wait()
 }
 
 type reply struct {
