@@ -72,7 +72,14 @@ func TestRun_EveryWorkloadOnEveryScheduler(t *testing.T) {
 					continue
 				}
 				r := rep.Results[i]
-				assert.Positive(t, r.Ops, "%v did nothing", id)
+				if w.groups != nil {
+					// A group's reads are charged step by step: on a slow
+					// machine a low-share group (capped's 4% of a small
+					// rate) may finish no scan in 200 ms, but it runs.
+					assert.True(t, r.Ops > 0 || r.RUPerSec > 0, "%v did nothing", id)
+				} else {
+					assert.Positive(t, r.Ops, "%v did nothing", id)
+				}
 				assert.Zero(t, r.Errors, "%v\n%s", id, out)
 			}
 		})
