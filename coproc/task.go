@@ -3,6 +3,7 @@ package coproc
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/scan"
@@ -35,6 +36,10 @@ type Task struct {
 	rows    []map[string]any
 	err     error
 	done    chan struct{}
+	// waiting is set once the caller is about to block in Wait: a worker
+	// whose step ends the task then hands its P to the caller at once
+	// (readpool.Awaited) rather than keep it for a quarter slice.
+	waiting atomic.Bool
 }
 
 // NewTask validates req and returns its task. open reads the request's
@@ -138,6 +143,11 @@ func resumeAfter(key []byte, desc bool) []byte {
 	return k
 }
 
+// Waiting implements readpool.Awaited: whether the caller waits in Wait.
+func (t *Task) Waiting() bool { return t.waiting.Load() }
+
+var _ readpool.Awaited = (*Task)(nil)
+
 // Done implements readpool.Task: it closes the range being read and frees
 // the snapshot, and settles the answer.
 func (t *Task) Done(err error) {
@@ -160,6 +170,7 @@ func (t *Task) Done(err error) {
 // Wait waits for the task to end and returns its answer (Stats' row and
 // byte counts filled in; its times are the caller's to add).
 func (t *Task) Wait() (*Response, error) {
+	t.waiting.Store(true)
 	<-t.done
 	if t.err != nil {
 		return nil, t.err

@@ -47,6 +47,11 @@ func (db *DB) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Res
 		resp, err := t.Wait()
 		return resp, copError(err)
 	}
+	// Its caller only waits for the answer, as a Get's does: with a
+	// worker idle and nothing queued the first step — a small request
+	// whole — runs on the caller's goroutine (bounded by the time slice,
+	// so holding mu across it is cheap).
+	o.Inline = true
 	h, err := db.pool.Spawn(ctx, t, o)
 	if err != nil {
 		release() // the pool did not take the task: its Done will not run

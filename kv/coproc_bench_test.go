@@ -93,3 +93,56 @@ func BenchmarkCoprocessor(b *testing.B) {
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	})
 }
+
+// BenchmarkCoprocessorSmall sends small requests — count and sum over 100
+// consecutive rows — from 8 client goroutines (4 per P on 2 Ps), pooled and
+// direct side by side: what a request costs beyond its rows.
+//
+//	go test -run ^$ -bench CoprocessorSmall -benchtime 2s ./kv/
+func BenchmarkCoprocessorSmall(b *testing.B) {
+	const n, span = 100_000, 100
+	dir := b.TempDir()
+	db := openTest(b, dir, &Options{NoSync: true})
+	load(b, db, n, func(i int) []byte {
+		row, err := coproc.EncodeRow(map[string]any{"amount": int64(i % 1000)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return row
+	})
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Close(); err != nil { // the runs below reopen it
+		b.Fatal(err)
+	}
+	for _, sched := range []Scheduler{SchedulerMLFQ, SchedulerDirect} {
+		b.Run(string(sched), func(b *testing.B) {
+			db := openTest(b, dir, &Options{Scheduler: sched})
+			warm(b, db, n)
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for i := 0; pb.Next(); i++ {
+					start := (i * 7919) % (n - span)
+					req := &coproc.Request{
+						Ranges: []coproc.KeyRange{{Start: keyN(start), End: keyN(start + span)}},
+						Aggs:   []coproc.Agg{{Func: "count", As: "n"}, {Func: "sum", Col: "amount", As: "total"}},
+					}
+					resp, err := db.Coprocessor(ctx, req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if got := resp.Rows[0]["n"]; got != int64(span) {
+						b.Errorf("count %v, want %d", got, span)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "requests/s")
+		})
+	}
+}

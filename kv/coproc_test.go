@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,4 +60,51 @@ func TestCoprocessor_AggregateTopNPagingErrors(t *testing.T) {
 	_, err = db.Coprocessor(ctx, &coproc.Request{Ranges: []coproc.KeyRange{{}}, OrderBy: []coproc.Order{{Col: "x"}}})
 	assert.ErrorIs(t, err, coproc.ErrInvalidRequest)
 	t.Log(err)
+}
+
+// countRequest counts every row: a request that ends in one step over a
+// few rows.
+var countRequest = &coproc.Request{Ranges: []coproc.KeyRange{{}}, Aggs: []coproc.Agg{{Func: "count"}}}
+
+func setRows(t *testing.T, db *DB, n int) {
+	t.Helper()
+	for i := range n {
+		row, err := coproc.EncodeRow(map[string]any{"amount": i})
+		require.NoError(t, err)
+		require.NoError(t, db.Set(keyN(i), row))
+	}
+}
+
+// A coprocessor request's caller only waits for its answer: with a worker
+// idle and nothing queued, its first step — here all of it — runs on the
+// caller's goroutine.
+func TestCoprocessor_RunsInlineWhenAWorkerIsIdle(t *testing.T) {
+	db := openTest(t, "", &Options{InMemory: true, Workers: 1})
+	setRows(t, db, 10)
+	require.Eventually(t, func() bool { return db.Stats().Pool.Parked == 1 }, 10*time.Second, time.Millisecond)
+	before := db.Stats().Pool
+	resp, err := db.Coprocessor(context.Background(), countRequest)
+	require.NoError(t, err)
+	assert.EqualValues(t, 10, resp.Rows[0]["count(*)"])
+	after := db.Stats().Pool
+	assert.Equal(t, before.Inline+1, after.Inline, "the step ran on the caller")
+	assert.Equal(t, before.Steps+1, after.Steps)
+}
+
+// A request that a worker finishes while its caller waits in Wait gets
+// the worker's P at once (readpool.Awaited), as a Get's caller does.
+func TestCoprocessor_CallerHandoffWhenAWorkerCompletesIt(t *testing.T) {
+	db, release := openSaturated(t, Options{RowCacheSize: -1})
+	setRows(t, db, 10)
+	s := queueBehindTheHeldRead(t, db, release, func() {
+		resp, err := db.Coprocessor(context.Background(), countRequest)
+		if assert.NoError(t, err) {
+			assert.EqualValues(t, 10, resp.Rows[0]["count(*)"])
+		}
+	})
+	// One hand-off for the request; one for the held Get, whose caller
+	// the worker readied while the request was live, unless that Get ran
+	// inline (the worker parked at the time): nobody to hand to then.
+	require.LessOrEqual(t, s.Inline, int64(1))
+	assert.Equal(t, 2-s.Inline, s.CallerHandoffs)
 }

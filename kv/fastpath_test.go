@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coopkv/coopkv/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/resource"
 )
 
 // cacheKey stores key, reads it once so the row cache holds it, and waits
@@ -117,26 +119,34 @@ func TestGet_ThrottledGroupsCacheHitTakesThePoolsPath(t *testing.T) {
 func TestGet_CallerHandoffWhenAWorkerCompletesAQueuedGet(t *testing.T) {
 	db, release := openSaturated(t, Options{RowCacheSize: -1})
 	require.NoError(t, db.Set([]byte("k"), []byte("v")))
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	s := queueBehindTheHeldRead(t, db, release, func() {
 		v, err := db.Get(context.Background(), []byte("k"))
 		assert.NoError(t, err)
 		assert.Equal(t, "v", string(v))
 	})
-	// The Get is queued behind the held one; once it is, it is blocked.
-	require.Eventually(t, func() bool { return db.Stats().Pool.Queued == 1 }, 10*time.Second, time.Millisecond)
-	release()
-	wg.Wait()
-	require.Eventually(t, func() bool { return db.Stats().Pool.Parked == 1 }, 10*time.Second, time.Millisecond)
 	// The queued Get ran on the worker, its caller blocked; the held one
 	// too, unless it ran inline, on its caller's goroutine (when the
 	// worker was parked at the time), where there is nobody to hand to.
 	// Either way one hand-off: with only Gets live, the worker that
 	// readied the held Get's caller steps the queued Get first and hands
 	// its P to both callers at once.
-	s := db.Stats().Pool
 	require.LessOrEqual(t, s.Inline, int64(1))
 	assert.Equal(t, int64(1), s.CallerHandoffs)
+}
+
+// queueBehindTheHeldRead runs read on its own goroutine in a store from
+// openSaturated, waits until it is queued behind the held read (its caller
+// then blocks on it), releases the held one, and returns the pool's figures
+// once read has returned and the worker has parked.
+func queueBehindTheHeldRead(t *testing.T, db *DB, release func(), read func()) readpool.Stats {
+	t.Helper()
+	var wg sync.WaitGroup
+	wg.Go(read)
+	require.Eventually(t, func() bool { return db.Stats().Pool.Queued == 1 }, 10*time.Second, time.Millisecond)
+	release()
+	wg.Wait()
+	require.Eventually(t, func() bool { return db.Stats().Pool.Parked == 1 }, 10*time.Second, time.Millisecond)
+	return *db.Stats().Pool
 }
 
 func TestStripesFor(t *testing.T) {
