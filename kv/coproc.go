@@ -13,8 +13,10 @@ import (
 // paging pushed into the scan — as one read-pool task over one snapshot of
 // the store, and returns the answer. It is scheduled and charged like any
 // read (its group, its priority, its deadline also while queued); a
-// cancelled or closed store ends it at its next batch. A malformed request
-// is an error that names the field, never a panic.
+// cancelled or closed store ends it at its next batch. As with Get, when a
+// worker is idle and nothing waits its first step — a small request whole
+// — runs on the caller's goroutine. A malformed request is an error that
+// names the field, never a panic.
 func (db *DB) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error) {
 	if req == nil {
 		return nil, fmt.Errorf("kv: coprocessor: %w: nil request", coproc.ErrInvalidRequest)
