@@ -28,18 +28,9 @@ func (w Waker) StepHere() bool {
 		return false
 	}
 	p.mu.Lock()
-	if p.closed || p.q.Len() != 0 {
-		p.mu.Unlock()
-		p.giveBack(wk)
-		return false
-	}
-	if n, _ := p.q.Held(); n != 0 {
-		// A held task whose time came could pop before ours.
-		p.mu.Unlock()
-		p.giveBack(wk)
-		return false
-	}
-	if !h.unpark(w.gen) {
+	// Not after Close, not ahead of queued work or of a held task whose
+	// time may come at our Pop, and only while the task still waits.
+	if held, _ := p.q.Held(); p.closed || p.q.Len() != 0 || held != 0 || !h.unpark(w.gen) {
 		p.mu.Unlock()
 		p.giveBack(wk)
 		return false

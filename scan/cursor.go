@@ -130,7 +130,7 @@ func (c *Cursor) FillUnless(b *Batch, p Preempter) (rows, bytes int64, err error
 	// Size the buffer once from the last batch's rows, rather than let
 	// append double it (and copy it) its way up in every new batch.
 	if c.avgRow > 0 {
-		b.grow(min(want*c.avgRow, MaxBatchBytes+c.avgRow), want)
+		sizeFor(b, want, c.avgRow)
 	}
 	var valid bool
 	switch {
@@ -155,8 +155,7 @@ func (c *Cursor) FillUnless(b *Batch, p Preempter) (rows, bytes int64, err error
 		if b.Len() == 1 && c.avgRow == 0 && want > 1 {
 			// A scan's first batch: size it from its first row, rather
 			// than let append double the buffer (and copy it) its way up.
-			row := b.Bytes() + 1
-			b.grow(min(want*row, MaxBatchBytes+row), want)
+			sizeFor(b, want, b.Bytes()+1)
 		}
 		if b.Len() >= want || b.Bytes() >= MaxBatchBytes {
 			break
@@ -181,6 +180,12 @@ func (c *Cursor) FillUnless(b *Batch, p Preempter) (rows, bytes int64, err error
 		c.rows = min(c.rows, max(c.spec.MaxBatch, MinBatchRows))
 	}
 	return int64(b.Len()), int64(b.Bytes()), nil
+}
+
+// sizeFor makes room in b for rows rows of about row bytes each, up to
+// the batch byte cap and one row past it.
+func sizeFor(b *Batch, rows, row int) {
+	b.grow(min(rows*row, MaxBatchBytes+row), rows)
 }
 
 func (c *Cursor) advance() bool {
