@@ -102,21 +102,44 @@ func (rc *rowCache) lookup(key []byte) (val []byte, ok bool, gen uint64) {
 }
 
 // put caches val, read from Pebble after get returned gen, unless a write to
-// the stripe has completed since.
-func (rc *rowCache) put(key, val []byte, gen uint64) {
+// the stripe has completed since; it says whether it did.
+func (rc *rowCache) put(key, val []byte, gen uint64) bool {
 	if rc.stripe(key).Load() != gen {
-		return
+		return false
 	}
 	buf := make([]byte, len(key)+len(val))
 	copy(buf, key)
 	copy(buf[len(key):], val)
 	e := &cacheEntry{key: buf[:len(key):len(key)], val: buf[len(key):], gen: gen}
 	rc.c.Set(e.key, e, int64(len(buf))+entryOverhead)
+	return true
 }
 
-// invalidate is called after a write of key has reached Pebble.
-func (rc *rowCache) invalidate(key []byte) {
-	rc.stripe(key).Add(1)
+// beforeWrite returns key's stripe generation before a write of key goes to
+// Pebble, for written.
+func (rc *rowCache) beforeWrite(key []byte) uint64 { return rc.stripe(key).Load() }
+
+// written is called after a write of key has reached Pebble: val is the
+// value written (nil with del, a delete) and gen what beforeWrite returned.
+//
+// The stripe's generation moves on, which makes every cached value of the
+// stripe stale. A key the cache holds then gets the value just written, so
+// a hot key read after its update is still a hit (workloads that update
+// what they read, such as YCSB A and F, would otherwise miss on every read
+// after a write). That is only right if this write is the stripe's last:
+// a write that Pebble ordered after this one may have moved the generation
+// on before this one did. Every write moves it after its commit, so if
+// nothing moved it between beforeWrite and this write's own move, no write
+// committed after this one has finished; one still in flight will move
+// the generation past this value. Keys the cache does not hold are not
+// admitted by a write: a bulk load would churn the cache.
+func (rc *rowCache) written(key, val []byte, del bool, gen uint64) {
+	g := rc.stripe(key).Add(1)
+	if !del && g == gen+1 {
+		if _, found := rc.c.Get(key); found && rc.put(key, val, g) {
+			return
+		}
+	}
 	rc.c.Del(key)
 }
 

@@ -57,6 +57,9 @@ type testHooks struct {
 	// beforeRead is called by every Get, on the goroutine that runs its
 	// step, before it looks in the row cache and Pebble.
 	beforeRead func(key []byte)
+	// afterWrite is called by every write of key once Pebble has it,
+	// before the row cache hears of it.
+	afterWrite func(key []byte)
 }
 
 // Open opens the store in dir, creating it if it does not exist. opts may be
@@ -294,10 +297,11 @@ func (db *DB) Set(key, value []byte) error {
 		return err
 	}
 	defer db.mu.RUnlock()
+	gen := db.beforeWrite(key)
 	if err := db.pdb.Set(key, value, db.wopts); err != nil {
 		return fmt.Errorf("kv: set %q: %w", key, err)
 	}
-	db.invalidate(key)
+	db.written(key, value, false, gen)
 	return nil
 }
 
@@ -310,16 +314,29 @@ func (db *DB) Delete(key []byte) error {
 		return err
 	}
 	defer db.mu.RUnlock()
+	gen := db.beforeWrite(key)
 	if err := db.pdb.Delete(key, db.wopts); err != nil {
 		return fmt.Errorf("kv: delete %q: %w", key, err)
 	}
-	db.invalidate(key)
+	db.written(key, nil, true, gen)
 	return nil
 }
 
-func (db *DB) invalidate(key []byte) {
+// beforeWrite and written bracket a write of key to Pebble for the row
+// cache (rowCache.written).
+func (db *DB) beforeWrite(key []byte) uint64 {
+	if db.cache == nil {
+		return 0
+	}
+	return db.cache.beforeWrite(key)
+}
+
+func (db *DB) written(key, val []byte, del bool, gen uint64) {
+	if h := db.hooks.afterWrite; h != nil {
+		h(key)
+	}
 	if db.cache != nil {
-		db.cache.invalidate(key)
+		db.cache.written(key, val, del, gen)
 	}
 }
 
@@ -388,6 +405,13 @@ func (db *DB) Apply(b *Batch) error {
 	if len(b.ops) == 0 {
 		return nil
 	}
+	var gens []uint64
+	if db.cache != nil {
+		gens = make([]uint64, len(b.ops))
+		for i, op := range b.ops {
+			gens[i] = db.cache.beforeWrite(op.key)
+		}
+	}
 	pb := db.pdb.NewBatch()
 	defer pb.Close()
 	for _, op := range b.ops {
@@ -404,8 +428,12 @@ func (db *DB) Apply(b *Batch) error {
 	if err := db.pdb.Apply(pb, db.wopts); err != nil {
 		return fmt.Errorf("kv: apply %d writes: %w", len(b.ops), err)
 	}
-	for _, op := range b.ops {
-		db.invalidate(op.key)
+	for i, op := range b.ops {
+		var gen uint64
+		if gens != nil {
+			gen = gens[i]
+		}
+		db.written(op.key, op.value, op.del, gen)
 	}
 	return nil
 }

@@ -1,0 +1,129 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// cached returns the row cache's value of key, if it has a current one.
+func cached(db *DB, key string) (string, bool) {
+	v, ok, _ := db.cache.lookup([]byte(key))
+	return string(v), ok
+}
+
+// scanned returns key's value as Pebble has it: a Scan does not look in the
+// row cache.
+func scanned(t *testing.T, db *DB, key string) string {
+	t.Helper()
+	it := db.Scan(context.Background(), []byte(key), append([]byte(key), 0), nil)
+	defer func() { require.NoError(t, it.Close()) }()
+	require.True(t, it.Next(), "%s is stored", key)
+	return string(it.Value())
+}
+
+func TestRowCache_AWriteRefreshesACachedKey(t *testing.T) {
+	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
+	cacheKey(t, db, "k", "v1")
+
+	require.NoError(t, db.Set([]byte("k"), []byte("v2")))
+	v, ok := cached(db, "k")
+	assert.True(t, ok, "a Set keeps a cached key cached")
+	assert.Equal(t, "v2", v)
+
+	b := db.NewBatch()
+	b.Set([]byte("k"), []byte("v3"))
+	require.NoError(t, db.Apply(b))
+	v, ok = cached(db, "k")
+	assert.True(t, ok, "so does a batch")
+	assert.Equal(t, "v3", v)
+
+	// Twice in one batch: the second write finds the generation moved by
+	// the first, so the key is dropped rather than refreshed — never the
+	// first value.
+	b.Reset()
+	b.Set([]byte("k"), []byte("v4"))
+	b.Set([]byte("k"), []byte("v5"))
+	require.NoError(t, db.Apply(b))
+	if v, ok := cached(db, "k"); ok {
+		assert.Equal(t, "v5", v)
+	}
+	got, err := db.Get(context.Background(), []byte("k"))
+	require.NoError(t, err)
+	assert.Equal(t, "v5", string(got))
+
+	require.NoError(t, db.Delete([]byte("k")))
+	_, ok = cached(db, "k")
+	assert.False(t, ok, "a delete drops the key")
+	_, err = db.Get(context.Background(), []byte("k"))
+	assert.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestRowCache_AWriteAdmitsNoNewKey(t *testing.T) {
+	// A load must not churn the cache: only keys already cached are
+	// refreshed by a write.
+	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
+	require.NoError(t, db.Set([]byte("k"), []byte("v")))
+	db.cache.c.Wait()
+	_, ok := cached(db, "k")
+	assert.False(t, ok)
+}
+
+func TestRowCache_AWriteOvertakenByALaterOneDoesNotRefresh(t *testing.T) {
+	// The first Set reaches Pebble, then a second Set of the key runs to
+	// its end before the first tells the cache: Pebble holds the second
+	// value, and the first must not put its own back into the cache.
+	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
+	cacheKey(t, db, "k", "v0")
+	var nested atomic.Bool
+	db.hooks.afterWrite = func(key []byte) {
+		if nested.CompareAndSwap(false, true) { // the first write only
+			require.NoError(t, db.Set(key, []byte("second")))
+		}
+	}
+	require.NoError(t, db.Set([]byte("k"), []byte("first")))
+	db.hooks.afterWrite = nil
+
+	require.Equal(t, "second", scanned(t, db, "k"), "Pebble ordered the second write last")
+	if v, ok := cached(db, "k"); ok {
+		assert.Equal(t, "second", v, "the cache holds a value Pebble has overwritten")
+	}
+	got, err := db.Get(context.Background(), []byte("k"))
+	require.NoError(t, err)
+	assert.Equal(t, "second", string(got))
+}
+
+func TestGet_CacheCoherenceWithWritersRacingOnAKey(t *testing.T) {
+	// Several writers of one cached key at once, then the key is read:
+	// whichever write Pebble ordered last is what Get returns, cached or
+	// not. Each round races the writers' refreshes anew.
+	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
+	ctx := context.Background()
+	const rounds, writers = 300, 4
+	for r := range rounds {
+		key := fmt.Sprintf("k%d", r%8)
+		_, err := db.read([]byte(key)) // cached, if it exists yet
+		if err != nil {
+			require.ErrorIs(t, err, ErrNotFound)
+		}
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				assert.NoError(t, db.Set([]byte(key), fmt.Appendf(nil, "round %d writer %d", r, w)))
+			})
+		}
+		wg.Wait()
+		want := scanned(t, db, key)
+		for range 2 { // from Pebble or the cache, then from the cache
+			got, err := db.Get(ctx, []byte(key))
+			require.NoError(t, err)
+			require.Equal(t, want, string(got), "round %d", r)
+		}
+	}
+	assert.Positive(t, db.Stats().RowCache.Hits)
+}
