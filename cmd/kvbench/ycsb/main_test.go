@@ -82,6 +82,15 @@ func TestRun_EveryStore(t *testing.T) {
 			// the last record) and badger's (a transaction conflict between
 			// two updaters of a key); a broken binding fails them all.
 			assert.Less(t, ps.Errors*10, ps.Operations, "%s %s: %d failed", store, w, ps.Errors)
+			if !strings.HasPrefix(store, "coopkv-") {
+				assert.Nil(t, ps.Caches, "%s has no coopkv caches", store)
+			} else if assert.NotNil(t, ps.Caches, "%s %s", store, w) && w == "a" {
+				// Every READ and every UPDATE (a Get, then a Set) looks in
+				// the row cache once. (200 records stay in the memtable:
+				// the block cache may see no lookup.)
+				c := ps.Caches
+				assert.Equal(t, wantN[w], c.RowCacheHits+c.RowCacheMisses, "%s %s", store, w)
+			}
 		}
 	}
 

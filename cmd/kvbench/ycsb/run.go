@@ -23,6 +23,8 @@ import (
 	"github.com/pingcap/go-ycsb/pkg/prop"
 	"github.com/pingcap/go-ycsb/pkg/ycsb"
 
+	"github.com/coopkv/coopkv/kv"
+
 	// go-ycsb's core workload registers itself.
 	_ "github.com/pingcap/go-ycsb/pkg/workload"
 )
@@ -72,6 +74,44 @@ type phaseStats struct {
 	OpsPerSec  float64   `json:"ops_per_sec"` // Operations / Elapsed: YCSB's overall throughput
 	Errors     int64     `json:"errors"`      // operations that failed (go-ycsb's *_ERROR)
 	Ops        []opStats `json:"ops"`
+	// Caches are a coopkv store's cache figures over the phase; nil for
+	// the other stores.
+	Caches *cacheStats `json:"caches,omitempty"`
+}
+
+// cacheStats are a coopkv store's lookups in its two caches during one
+// phase: where its reads were served says more about a figure than the
+// figure does (a read that misses both caches is a pread).
+type cacheStats struct {
+	RowCacheHits      int64   `json:"row_cache_hits"`
+	RowCacheMisses    int64   `json:"row_cache_misses"`
+	RowCacheHitRate   float64 `json:"row_cache_hit_rate"`
+	BlockCacheHits    int64   `json:"block_cache_hits"`
+	BlockCacheMisses  int64   `json:"block_cache_misses"`
+	BlockCacheHitRate float64 `json:"block_cache_hit_rate"`
+}
+
+// kvStore is a binding with a coopkv store underneath (coopkvdb.DB).
+type kvStore interface{ KV() *kv.DB }
+
+// cacheDelta returns the cache lookups between two snapshots of a store.
+func cacheDelta(before, after kv.Stats) *cacheStats {
+	c := &cacheStats{
+		RowCacheHits:     after.RowCache.Hits - before.RowCache.Hits,
+		RowCacheMisses:   after.RowCache.Misses - before.RowCache.Misses,
+		BlockCacheHits:   after.Storage.BlockCacheHits - before.Storage.BlockCacheHits,
+		BlockCacheMisses: after.Storage.BlockCacheMisses - before.Storage.BlockCacheMisses,
+	}
+	c.RowCacheHitRate = hitRate(c.RowCacheHits, c.RowCacheMisses)
+	c.BlockCacheHitRate = hitRate(c.BlockCacheHits, c.BlockCacheMisses)
+	return c
+}
+
+func hitRate(hits, misses int64) float64 {
+	if hits+misses <= 0 {
+		return 0
+	}
+	return float64(hits) / float64(hits+misses)
 }
 
 // opStats are go-ycsb's measurements of one operation type in a phase.
@@ -202,6 +242,10 @@ func progress(errOut io.Writer, ps *phaseStats) {
 	if ps.Errors > 0 {
 		fmt.Fprintf(errOut, ", %d ERRORS", ps.Errors)
 	}
+	if c := ps.Caches; c != nil {
+		fmt.Fprintf(errOut, "; row cache %.0f%% of %d lookups hit, block cache %.0f%% of %d",
+			100*c.RowCacheHitRate, c.RowCacheHits+c.RowCacheMisses, 100*c.BlockCacheHitRate, c.BlockCacheHits+c.BlockCacheMisses)
+	}
 	fmt.Fprintln(errOut)
 }
 
@@ -224,9 +268,18 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 	// call as go-ycsb's own run and load commands do.
 	measurement.InitMeasure(p)
 	c := client.NewClient(p, wl, client.DbWrapper{DB: db})
+	kdb, isKV := db.(kvStore)
+	var before kv.Stats
+	if isKV {
+		before = kdb.KV().Stats()
+	}
 	start := time.Now()
 	c.Run(ctx)
 	elapsed := time.Since(start)
+	var caches *cacheStats
+	if isKV {
+		caches = cacheDelta(before, kdb.KV().Stats())
+	}
 	if err := context.Cause(ctx); err != nil {
 		return phaseStats{}, fmt.Errorf("workload %s: %w", name, err)
 	}
@@ -243,6 +296,7 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 		OpsPerSec:  float64(ops) / elapsed.Seconds(),
 		Errors:     errs,
 		Ops:        ops2,
+		Caches:     caches,
 	}, nil
 }
 
