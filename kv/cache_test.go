@@ -43,9 +43,9 @@ func TestRowCache_AWriteRefreshesACachedKey(t *testing.T) {
 	assert.True(t, ok, "so does a batch")
 	assert.Equal(t, "v3", v)
 
-	// Twice in one batch: the second write finds the generation moved by
-	// the first, so the key is dropped rather than refreshed — never the
-	// first value.
+	// Twice in one batch: the cache hears of the last write first and
+	// keeps its value, then the first write finds the generation moved and
+	// drops the key — never the first value.
 	b.Reset()
 	b.Set([]byte("k"), []byte("v4"))
 	b.Set([]byte("k"), []byte("v5"))
@@ -62,6 +62,30 @@ func TestRowCache_AWriteRefreshesACachedKey(t *testing.T) {
 	assert.False(t, ok, "a delete drops the key")
 	_, err = db.Get(context.Background(), []byte("k"))
 	assert.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestRowCache_ABatchNeverShowsAnOverwrittenValueOfItsOwn(t *testing.T) {
+	// A batch that sets a key twice commits only the second value; the
+	// first never was the store's state, so no reader may see it, not even
+	// while Apply is still telling the cache about its writes.
+	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
+	cacheKey(t, db, "k", "v0")
+	var seen []string
+	db.hooks.afterWrite = func(key []byte) {
+		if v, ok := cached(db, string(key)); ok {
+			seen = append(seen, v)
+		}
+	}
+	b := db.NewBatch()
+	b.Set([]byte("k"), []byte("first"))
+	b.Set([]byte("k"), []byte("last"))
+	require.NoError(t, db.Apply(b))
+	db.hooks.afterWrite = nil
+
+	assert.NotContains(t, seen, "first", "the cache served a value the batch overwrote")
+	got, err := db.Get(context.Background(), []byte("k"))
+	require.NoError(t, err)
+	assert.Equal(t, "last", string(got))
 }
 
 func TestRowCache_AWriteAdmitsNoNewKey(t *testing.T) {

@@ -428,7 +428,12 @@ func (db *DB) Apply(b *Batch) error {
 	if err := db.pdb.Apply(pb, db.wopts); err != nil {
 		return fmt.Errorf("kv: apply %d writes: %w", len(b.ops), err)
 	}
-	for i, op := range b.ops {
+	// Last write first: a key set twice in the batch is refreshed with the
+	// value Pebble kept, and its earlier write, finding the generation
+	// moved, drops it. In order, the earlier value — never the store's
+	// state — would be served until the later write dropped it.
+	for i := len(b.ops) - 1; i >= 0; i-- {
+		op := b.ops[i]
 		var gen uint64
 		if gens != nil {
 			gen = gens[i]
