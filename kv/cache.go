@@ -13,11 +13,14 @@ import (
 //
 // ristretto applies Set through a buffer, asynchronously, so an insert can
 // land after the Del that was meant to remove it. Deleting on write is
-// therefore not enough; each entry carries the write generation of its key's
-// stripe at the time it was read from Pebble, a write bumps the stripe's
-// generation after Pebble has it, and a hit from an older generation is a
-// miss. A Get whose Pebble read raced with a write to the stripe does not
-// insert what it read.
+// therefore not enough; each entry carries its key's stripe word as it was
+// when the value was read from Pebble, and a hit from another word is a
+// miss. A write moves the word when it starts and again when Pebble has it,
+// and the word counts the writes in flight: a Get puts what it read only if
+// no write was in flight when it looked and none has started since. A
+// value read while a write was in flight may be older than one another Get
+// has already returned (that Get read Pebble after the commit); caching it
+// would let a later Get go back in time.
 //
 // A write thus also drops the other entries of its stripe. So that a
 // write-heavy mix does not empty the cache, there are about twice as many
@@ -38,6 +41,16 @@ type rowCache struct {
 const (
 	minStripes, maxStripes = 1 << 12, 1 << 22
 	bytesPerStripe         = 128
+
+	// A stripe's word holds a generation above a count of the writes in
+	// flight (its low bits): a write adds writeStarts when it starts and
+	// writeEnds when it ends, and each moves the generation by one (the end
+	// by its carry out of the count, which the write's own start made
+	// non-zero). 24 bits allow 16 Mi writes of one stripe at once.
+	inFlightBits = 24
+	inFlightMask = 1<<inFlightBits - 1
+	writeStarts  = 1<<inFlightBits + 1
+	writeEnds    = 1<<inFlightBits - 1
 	// entryOverhead is what an entry costs beyond its key and value:
 	// ristretto's item (~56 bytes) and our cacheEntry (56 bytes).
 	entryOverhead = 112
@@ -80,8 +93,8 @@ func (rc *rowCache) stripe(key []byte) *atomic.Uint64 {
 	return &rc.gens[maphash.Bytes(rc.seed, key)&rc.mask]
 }
 
-// get returns a copy of key's cached value, and the stripe generation to
-// give put after a miss.
+// get returns a copy of key's cached value, and the stripe word to give put
+// after a miss.
 func (rc *rowCache) get(key []byte) (val []byte, ok bool, gen uint64) {
 	val, ok, gen = rc.lookup(key)
 	if !ok {
@@ -92,6 +105,8 @@ func (rc *rowCache) get(key []byte) (val []byte, ok bool, gen uint64) {
 
 // lookup is get counting hits only: Get's fast path counts its misses
 // itself, as it knows only after the lookup whether it served the read.
+// Entries carry only words with no write in flight (put), so a stripe with
+// one serves no hits.
 func (rc *rowCache) lookup(key []byte) (val []byte, ok bool, gen uint64) {
 	gen = rc.stripe(key).Load()
 	if e, found := rc.c.Get(key); found && e.gen == gen && bytes.Equal(e.key, key) {
@@ -102,9 +117,10 @@ func (rc *rowCache) lookup(key []byte) (val []byte, ok bool, gen uint64) {
 }
 
 // put caches val, read from Pebble after get returned gen, unless a write to
-// the stripe has completed since; it says whether it did.
+// the stripe was in flight then or has started since; it says whether it
+// did.
 func (rc *rowCache) put(key, val []byte, gen uint64) bool {
-	if rc.stripe(key).Load() != gen {
+	if gen&inFlightMask != 0 || rc.stripe(key).Load() != gen {
 		return false
 	}
 	buf := make([]byte, len(key)+len(val))
@@ -115,27 +131,27 @@ func (rc *rowCache) put(key, val []byte, gen uint64) bool {
 	return true
 }
 
-// beforeWrite returns key's stripe generation before a write of key goes to
-// Pebble, for written.
-func (rc *rowCache) beforeWrite(key []byte) uint64 { return rc.stripe(key).Load() }
+// beforeWrite is called before a write of key goes to Pebble: from now on
+// the stripe serves no hits and takes no puts until the write has ended
+// (written). It returns the stripe's word for written.
+func (rc *rowCache) beforeWrite(key []byte) uint64 { return rc.stripe(key).Add(writeStarts) }
 
-// written is called after a write of key has reached Pebble: val is the
-// value written (nil with del, a delete) and gen what beforeWrite returned.
+// written ends a write of key that beforeWrite started, once Pebble has it
+// or the write failed: val is the value written (nil with del, a delete, or
+// a failed write) and gen what beforeWrite returned.
 //
-// The stripe's generation moves on, which makes every cached value of the
-// stripe stale. A key the cache holds then gets the value just written, so
-// a hot key read after its update is still a hit (workloads that update
-// what they read, such as YCSB A and F, would otherwise miss on every read
-// after a write). That is only right if this write is the stripe's last:
-// a write that Pebble ordered after this one may have moved the generation
-// on before this one did. Every write moves it after its commit, so if
-// nothing moved it between beforeWrite and this write's own move, no write
-// committed after this one has finished; one still in flight will move
-// the generation past this value. Keys the cache does not hold are not
-// admitted by a write: a bulk load would churn the cache.
+// Every cached value of the stripe is stale from the write's start. A key
+// the cache holds then gets the value just written, so a hot key read
+// after its update is still a hit (workloads that update what they read,
+// such as YCSB A and F, would otherwise miss on every read after a write).
+// That is only right if this write is the key's last in Pebble and no Get
+// has read past it: so only if no other write of the stripe started or
+// ended while this one was in flight, and none was in flight when it
+// started. Keys the cache does not hold are not admitted by a write: a bulk
+// load would churn the cache.
 func (rc *rowCache) written(key, val []byte, del bool, gen uint64) {
-	g := rc.stripe(key).Add(1)
-	if !del && g == gen+1 {
+	g := rc.stripe(key).Add(writeEnds)
+	if !del && g == gen+writeEnds { // put refuses if others are in flight
 		if _, found := rc.c.Get(key); found && rc.put(key, val, g) {
 			return
 		}

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -86,6 +87,72 @@ func TestRowCache_ABatchNeverShowsAnOverwrittenValueOfItsOwn(t *testing.T) {
 	got, err := db.Get(context.Background(), []byte("k"))
 	require.NoError(t, err)
 	assert.Equal(t, "last", string(got))
+}
+
+func TestRowCache_ReadsDoNotGoBackInTimeDuringAWrite(t *testing.T) {
+	// A reader (R0) read v0 from Pebble and stalls before caching it. A
+	// Set of v1 commits; before it has told the cache, Get A reads v1 from
+	// Pebble, then R0 caches what it read. Get B, which starts after A
+	// returned v1, must not be served the older v0: a stripe with a write
+	// in flight takes no puts, and R0's stripe has moved since it looked.
+	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
+	ctx := context.Background()
+	k := []byte("k")
+	require.NoError(t, db.Set(k, []byte("v0")))
+	_, ok, gen := db.cache.get(k)
+	require.False(t, ok, "k is not cached yet")
+	v0, closer, err := db.pdb.Get(k)
+	require.NoError(t, err)
+	r0 := bytes.Clone(v0)
+	require.NoError(t, closer.Close())
+
+	var a, b []byte
+	db.hooks.afterWrite = func([]byte) { // v1 is in Pebble, not yet in the cache
+		a, err = db.Get(ctx, k)
+		require.NoError(t, err)
+		db.cache.c.Wait()
+		db.cache.put(k, r0, gen) // R0 resumes
+		db.cache.c.Wait()
+		b, err = db.Get(ctx, k)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Set(k, []byte("v1")))
+	db.hooks.afterWrite = nil
+
+	require.Equal(t, "v1", string(a), "A read the committed value")
+	assert.Equal(t, "v1", string(b), "B, started after A returned v1, was served an older value")
+}
+
+func TestRowCache_NothingReadDuringAWriteIsCached(t *testing.T) {
+	// A Get that looks while a write is in flight may read Pebble before
+	// the commit (v0) while another reads it after (v1) and returns: what
+	// the first read must not be cached, or a later Get would be served
+	// v0 after v1 was returned.
+	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
+	ctx := context.Background()
+	k := []byte("k")
+	require.NoError(t, db.Set(k, []byte("v0")))
+
+	gen := db.cache.beforeWrite(k) // a Set of v1 starts
+	_, ok, g := db.cache.get(k)
+	require.False(t, ok)
+	v0, err := db.readStorage(k, g) // before the commit: caches nothing
+	require.NoError(t, err)
+	require.Equal(t, "v0", string(v0))
+	require.NoError(t, db.pdb.Set(k, []byte("v1"), db.wopts)) // the commit
+	a, err := db.Get(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, "v1", string(a))
+	db.cache.c.Wait()
+	b, err := db.Get(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, "v1", string(b), "a value read while the write was in flight was served")
+	db.cache.written(k, []byte("v1"), false, gen)
+
+	assert.False(t, db.cache.put(k, []byte("v0"), g), "a put from before the write's end")
+	got, err := db.Get(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, "v1", string(got))
 }
 
 func TestRowCache_AWriteAdmitsNoNewKey(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,4 +66,39 @@ func TestScan_RacesClose(t *testing.T) {
 			t.Logf("%d scans read rows, %d saw ErrClosed", rowsSeen, closedSeen)
 		})
 	}
+}
+
+// TestClose_WaitsForACacheHit: a Get served from the row cache runs on its
+// caller's goroutine, in no worker's slot; Close, which closes the cache,
+// must still wait for its lookup to end.
+func TestClose_WaitsForACacheHit(t *testing.T) {
+	db, err := Open("", &Options{InMemory: true, NoSync: true})
+	require.NoError(t, err)
+	cacheKey(t, db, "k", "v")
+	inLookup, release := make(chan struct{}), make(chan struct{})
+	db.hooks.beforeHit = func([]byte) {
+		close(inLookup)
+		<-release
+	}
+	got := make(chan error, 1)
+	go func() {
+		v, err := db.Get(context.Background(), []byte("k"))
+		if err == nil && string(v) != "v" {
+			err = assert.AnError
+		}
+		got <- err
+	}()
+	<-inLookup
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a cache hit was in its lookup", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	assert.NoError(t, <-got, "the hit that had started is served")
+	assert.NoError(t, <-closed)
+	_, err = db.Get(context.Background(), []byte("k"))
+	assert.ErrorIs(t, err, ErrClosed)
 }

@@ -57,6 +57,9 @@ type testHooks struct {
 	// beforeRead is called by every Get, on the goroutine that runs its
 	// step, before it looks in the row cache and Pebble.
 	beforeRead func(key []byte)
+	// beforeHit is called by a Get served from the row cache without a
+	// worker (Pool.Bypass), on its caller's goroutine, before the lookup.
+	beforeHit func(key []byte)
 	// afterWrite is called by every write of key once Pebble has it,
 	// before the row cache hears of it.
 	afterWrite func(key []byte)
@@ -299,6 +302,7 @@ func (db *DB) Set(key, value []byte) error {
 	defer db.mu.RUnlock()
 	gen := db.beforeWrite(key)
 	if err := db.pdb.Set(key, value, db.wopts); err != nil {
+		db.writeFailed(key, gen)
 		return fmt.Errorf("kv: set %q: %w", key, err)
 	}
 	db.written(key, value, false, gen)
@@ -316,14 +320,15 @@ func (db *DB) Delete(key []byte) error {
 	defer db.mu.RUnlock()
 	gen := db.beforeWrite(key)
 	if err := db.pdb.Delete(key, db.wopts); err != nil {
+		db.writeFailed(key, gen)
 		return fmt.Errorf("kv: delete %q: %w", key, err)
 	}
 	db.written(key, nil, true, gen)
 	return nil
 }
 
-// beforeWrite and written bracket a write of key to Pebble for the row
-// cache (rowCache.written).
+// beforeWrite and then written or writeFailed bracket a write of key to
+// Pebble for the row cache (rowCache.beforeWrite, rowCache.written).
 func (db *DB) beforeWrite(key []byte) uint64 {
 	if db.cache == nil {
 		return 0
@@ -337,6 +342,14 @@ func (db *DB) written(key, val []byte, del bool, gen uint64) {
 	}
 	if db.cache != nil {
 		db.cache.written(key, val, del, gen)
+	}
+}
+
+// writeFailed ends a write Pebble refused: the key is dropped from the
+// cache, as nothing says what Pebble holds for it now.
+func (db *DB) writeFailed(key []byte, gen uint64) {
+	if db.cache != nil {
+		db.cache.written(key, nil, true, gen)
 	}
 }
 
@@ -405,13 +418,6 @@ func (db *DB) Apply(b *Batch) error {
 	if len(b.ops) == 0 {
 		return nil
 	}
-	var gens []uint64
-	if db.cache != nil {
-		gens = make([]uint64, len(b.ops))
-		for i, op := range b.ops {
-			gens[i] = db.cache.beforeWrite(op.key)
-		}
-	}
 	pb := db.pdb.NewBatch()
 	defer pb.Close()
 	for _, op := range b.ops {
@@ -425,15 +431,23 @@ func (db *DB) Apply(b *Batch) error {
 			return fmt.Errorf("kv: apply: %w", err)
 		}
 	}
+	var gens []uint64
+	if db.cache != nil {
+		gens = make([]uint64, len(b.ops))
+		for i, op := range b.ops {
+			gens[i] = db.cache.beforeWrite(op.key)
+		}
+	}
 	if err := db.pdb.Apply(pb, db.wopts); err != nil {
+		for i := range gens {
+			db.writeFailed(b.ops[i].key, gens[i])
+		}
 		return fmt.Errorf("kv: apply %d writes: %w", len(b.ops), err)
 	}
-	// Last write first: a key set twice in the batch is refreshed with the
-	// value Pebble kept, and its earlier write, finding the generation
-	// moved, drops it. In order, the earlier value — never the store's
-	// state — would be served until the later write dropped it.
-	for i := len(b.ops) - 1; i >= 0; i-- {
-		op := b.ops[i]
+	// Writes of one stripe in the batch (a key set twice among them) were
+	// in flight together, so none of them refreshes its key: the first of
+	// two values of a key is never served.
+	for i, op := range b.ops {
 		var gen uint64
 		if gens != nil {
 			gen = gens[i]

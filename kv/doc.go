@@ -20,8 +20,10 @@
 // # Consistency
 //
 // A Get never returns a value older than a write that completed before it
-// started — the row cache included. A Scan sees the store as of the Scan
-// call, across all its yields.
+// started, nor older than a value a read that completed before it started
+// returned (so reads do not go back in time while a write is in flight) —
+// the row cache included. A Scan sees the store as of the Scan call,
+// across all its yields.
 //
 // # Caveats
 //

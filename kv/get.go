@@ -35,9 +35,13 @@ func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 	}
 	t := getTasks.Get().(*getTask)
 	t.db, t.key = db, key
-	if db.cache != nil && !db.opts.RowCacheHitsInPool && ctx.Err() == nil {
-		// serve captures t, not locals of Get, so it costs no allocation.
-		if db.pool.Bypass(o, t.serveFromCache) {
+	if db.cache != nil && !db.opts.RowCacheHitsInPool && ctx.Err() == nil && db.enter() == nil {
+		// Under mu, shared, as a call into Pebble is: Close closes the
+		// cache, and waits for the lookup first. serve captures t, not
+		// locals of Get, so it costs no allocation.
+		hit := db.pool.Bypass(o, t.serveFromCache)
+		db.mu.RUnlock()
+		if hit {
 			val := t.val
 			t.reset()
 			return val, nil
@@ -132,6 +136,9 @@ type getTask struct {
 // serveFromCache is Get's fast path, run by Pool.Bypass: a hit is the
 // answer; a miss is remembered so the task does not look again.
 func (t *getTask) serveFromCache() (int64, bool) {
+	if h := t.db.hooks.beforeHit; h != nil {
+		h(t.key)
+	}
 	val, ok, gen := t.db.cache.lookup(t.key)
 	if ok {
 		t.val = val
