@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,4 +218,67 @@ func TestGet_CacheCoherenceWithWritersRacingOnAKey(t *testing.T) {
 		}
 	}
 	assert.Positive(t, db.Stats().RowCache.Hits)
+}
+
+func TestGet_NeverOlderThanACompletedWriteOrRead(t *testing.T) {
+	// One writer per key writes increasing even numbers, some through
+	// batches that set the key twice (odd, then even: the odd one is never
+	// committed). Readers check that a Get returns neither less than the
+	// last write that returned before it started, nor less than any Get
+	// that returned before it started, nor an odd number. A small cache
+	// keeps entries coming and going.
+	db := openTest(t, "", &Options{InMemory: true, NoSync: true, Workers: 2, RowCacheSize: 1 << 16})
+	const keys, last = 4, 3000
+	key := func(i int) []byte { return fmt.Appendf(nil, "key%d", i) }
+	var written, read [keys]atomic.Int64
+	for i := range keys {
+		require.NoError(t, db.Set(key(i), []byte("0")))
+	}
+	var writers sync.WaitGroup
+	for i := range keys {
+		writers.Go(func() {
+			for v := int64(2); v <= last; v += 2 {
+				var err error
+				if v%6 == 0 {
+					b := db.NewBatch()
+					b.Set(key(i), strconv.AppendInt(nil, v-1, 10))
+					b.Set(key(i), strconv.AppendInt(nil, v, 10))
+					err = db.Apply(b)
+				} else {
+					err = db.Set(key(i), strconv.AppendInt(nil, v, 10))
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				written[i].Store(v)
+			}
+		})
+	}
+	var stop atomic.Bool
+	var readers sync.WaitGroup
+	for r := range 4 {
+		readers.Go(func() {
+			for j := r; !stop.Load(); j++ {
+				i := j % keys
+				floor := max(written[i].Load(), read[i].Load())
+				got, err := db.Get(context.Background(), key(i))
+				if !assert.NoError(t, err) {
+					return
+				}
+				n, err := strconv.ParseInt(string(got), 10, 64)
+				require.NoError(t, err)
+				if n < floor || n%2 == 1 {
+					assert.Failf(t, "a Get went back in time", "key%d: got %d, after %d was written or read", i, n, floor)
+					return
+				}
+				for m := read[i].Load(); n > m && !read[i].CompareAndSwap(m, n); m = read[i].Load() {
+				}
+			}
+		})
+	}
+	writers.Wait()
+	stop.Store(true)
+	readers.Wait()
+	s := db.Stats().RowCache
+	assert.Positive(t, s.Hits, "the cache served some of the reads")
 }
