@@ -50,7 +50,9 @@ type Options struct {
 	// Workers is the number of read-pool workers; 0 = runtime.GOMAXPROCS(0).
 	Workers int
 	// MaxTasks is how many reads may be queued or running before reads
-	// fail with ErrBusy; 0 = Workers × 2000.
+	// fail with ErrBusy; 0 = Workers × 2000. Up to Workers Gets more may
+	// run their first step on their callers' goroutines meanwhile
+	// (readpool.Options.MaxTasks).
 	MaxTasks int
 	// TimeSlice is how long a read runs before it yields; 0 = 1 ms. It
 	// also bounds how long a worker keeps its P from the program's other

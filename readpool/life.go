@@ -87,6 +87,20 @@ func (p *Pool) heldReady() {
 	signal(w)
 }
 
+// Kick makes a worker look at the queue now, held tasks included (Pop
+// releases those the queue no longer holds back). A Kickable queue calls it
+// after its policy changed from outside the pool; with no worker parked,
+// the busy ones look after their current step.
+func (p *Pool) Kick() {
+	p.mu.Lock()
+	var w *worker
+	if n, _ := p.q.Held(); n > 0 && !p.closed {
+		w = p.unparkOneLocked()
+	}
+	p.mu.Unlock()
+	signal(w)
+}
+
 // wakeWaiting moves generation gen's WAITING task back to the queue for a
 // Wake.
 func (p *Pool) wakeWaiting(h *Handle, gen uint64) {

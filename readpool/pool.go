@@ -16,7 +16,10 @@ type Options struct {
 	Workers int
 	// MaxTasks is how many tasks may be queued or running before Spawn
 	// fails with ErrBusy; 0 = Workers × 2000 (TiKV's default per worker).
-	// Pending tasks do not count (tikv #18491).
+	// Pending tasks do not count (tikv #18491), nor do first steps running
+	// inline on their callers (SpawnOptions.Inline): there are at most
+	// Workers of those, they hold no queue room, and counting them would
+	// put a shared counter on every Get.
 	MaxTasks int
 	// TimeSlice is the wall time a step may run before ShouldYield says
 	// yield; 0 = 1 ms.
@@ -232,6 +235,9 @@ func New(opts Options) (*Pool, error) {
 	}
 	if p.pre == nil {
 		return nil, errors.New("readpool: the queue returned a nil Preemption")
+	}
+	if k, ok := opts.Queue.(Kickable); ok {
+		k.SetKick(p.Kick)
 	}
 	p.handles.New = func() any { return newHandle(p) }
 	p.entries.New = func() any { return new(Entry) }

@@ -83,6 +83,14 @@ type Admitter interface {
 	Admit(e *Entry, maxTasks int) bool
 }
 
+// Kickable is implemented by a queue whose policy can change from outside
+// the pool, such as a resource group's limit: New gives it Pool.Kick, to
+// call after such a change so that tasks it holds back are looked at again
+// at once rather than at the time the old policy named.
+type Kickable interface {
+	SetKick(kick func())
+}
+
 // Entry is a task as a Queue sees it. The pool owns entries; a queue holds
 // one between Push and Pop (or Remove) and must not keep it after.
 type Entry struct {

@@ -146,8 +146,11 @@ func share(c *GroupConfig) float64 {
 type Manager struct {
 	mu     sync.RWMutex
 	groups map[string]*Group
-	def    *Group
-	clock  func() time.Duration // for the RU window; injected by tests
+	// watchers are told of every change of a group's config or a
+	// deletion, after mu is released (Scheduler.SetKick).
+	watchers []func()
+	def      *Group
+	clock    func() time.Duration // for the RU window; injected by tests
 }
 
 // NewManager returns a manager holding only the default group.
@@ -176,14 +179,15 @@ func (m *Manager) Put(cfg GroupConfig) error {
 	}
 	cfg = cfg.withDefaults()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if g, ok := m.groups[cfg.Name]; ok {
 		old := g.cfg.Swap(&cfg)
 		if old.Burstable && !cfg.Burstable {
 			g.tokens.Store(int64(cfg.RUPerSec * microRU))
 		}
+		m.changedLocked()
 		return nil
 	}
+	defer m.mu.Unlock()
 	if len(m.groups) >= MaxGroups {
 		return fmt.Errorf("%w: %d exist (MaxGroups); delete one first", ErrTooManyGroups, len(m.groups))
 	}
@@ -198,14 +202,33 @@ func (m *Manager) Delete(name string) error {
 		return ErrDefaultGroup
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	g, ok := m.groups[name]
 	if !ok {
+		m.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrNoGroup, name)
 	}
 	g.gone.Store(true)
 	delete(m.groups, name)
+	m.changedLocked()
 	return nil
+}
+
+// changedLocked tells the watchers that a group changed (tasks it holds
+// back for its limit may be free now), and releases mu first: a watcher
+// may take a pool's lock, under which the scheduler reads groups.
+func (m *Manager) changedLocked() {
+	ws := m.watchers
+	m.mu.Unlock()
+	for _, w := range ws {
+		w()
+	}
+}
+
+// watch adds f to the watchers of changes.
+func (m *Manager) watch(f func()) {
+	m.mu.Lock()
+	m.watchers = append(m.watchers, f)
+	m.mu.Unlock()
 }
 
 // Get returns a group's config.

@@ -398,8 +398,10 @@ func TestPool_RuntimeChangesApplyToTasksQueuedAfter(t *testing.T) {
 	}
 }
 
-// Put of a limit and Delete while a task runs: its next step is held, or
-// not, by the config in force when it is queued again.
+// Put of a limit and Delete while a task runs, or once its next step is
+// held for its group's debt: that step is held, or not, by the config in
+// force — a held task is looked at again at the change (Scheduler.SetKick),
+// not left to wait out the debt the old limit gave it.
 func TestPool_RuntimeLimitChanges(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -409,47 +411,65 @@ func TestPool_RuntimeLimitChanges(t *testing.T) {
 		{"unchanged: held ~9 s for its debt", nil, true},
 		{"deleted: runs as default, unlimited", func(m *Manager) error { return m.Delete("x") }, false},
 		{"made burstable", func(m *Manager) error { return m.Put(GroupConfig{Name: "x", RUPerSec: 1, Burstable: true}) }, false},
+		{"made unlimited", func(m *Manager) error { return m.Put(GroupConfig{Name: "x"}) }, false},
 		{"limit raised", func(m *Manager) error { return m.Put(GroupConfig{Name: "x", RUPerSec: 1e6}) }, false},
+		{"limit kept", func(m *Manager) error { return m.Put(GroupConfig{Name: "x", RUPerSec: 1}) }, true},
 		{"limit lowered", func(m *Manager) error { return m.Put(GroupConfig{Name: "x", RUPerSec: 0.5}) }, true},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				m := NewManager()
-				require.NoError(t, m.Put(GroupConfig{Name: "x", RUPerSec: 1}))
-				s := NewScheduler(m)
-				p := newPool(t, s, readpool.Options{Workers: 1})
-				start := time.Now()
-				started, gate := make(chan struct{}), make(chan struct{})
-				var secondAt atomic.Int64
-				steps := 0
-				x := newTask(func(*readpool.StepContext) readpool.Status {
-					steps++
-					if steps == 1 {
-						close(started)
-						<-gate
-						time.Sleep(30 * time.Millisecond) // 10 RU of work
-						return readpool.Yield
+		for _, whileHeld := range []bool{false, true} {
+			name := c.name + "/while running"
+			if whileHeld {
+				name = c.name + "/while held"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					m := NewManager()
+					require.NoError(t, m.Put(GroupConfig{Name: "x", RUPerSec: 1}))
+					s := NewScheduler(m)
+					p := newPool(t, s, readpool.Options{Workers: 1})
+					start := time.Now()
+					started, gate := make(chan struct{}), make(chan struct{})
+					var secondAt atomic.Int64
+					steps := 0
+					x := newTask(func(*readpool.StepContext) readpool.Status {
+						steps++
+						if steps == 1 {
+							close(started)
+							<-gate
+							time.Sleep(30 * time.Millisecond) // 10 RU of work
+							return readpool.Yield
+						}
+						secondAt.Store(int64(time.Since(start)))
+						return readpool.Ready
+					})
+					_, err := spawnIn(p, context.Background(), m.Resolve("x"), x)
+					require.NoError(t, err)
+					<-started
+					changeAt := 30 * time.Millisecond // as the first step ends
+					if whileHeld {
+						close(gate)
+						time.Sleep(100 * time.Millisecond)
+						synctest.Wait()
+						require.Equal(t, 1, p.Stats().Held, "held for its debt")
+						changeAt = 100 * time.Millisecond
 					}
-					secondAt.Store(int64(time.Since(start)))
-					return readpool.Ready
+					if c.change != nil {
+						require.NoError(t, c.change(m))
+					}
+					if !whileHeld {
+						close(gate)
+					}
+					require.NoError(t, <-x.done)
+					at := time.Duration(secondAt.Load())
+					t.Logf("second step at %v", at)
+					if c.held {
+						assert.Greater(t, at, 9*time.Second)
+					} else {
+						assert.Equal(t, changeAt, at, "at once")
+					}
 				})
-				_, err := spawnIn(p, context.Background(), m.Resolve("x"), x)
-				require.NoError(t, err)
-				<-started
-				if c.change != nil {
-					require.NoError(t, c.change(m))
-				}
-				close(gate)
-				require.NoError(t, <-x.done)
-				at := time.Duration(secondAt.Load())
-				t.Logf("second step at %v", at)
-				if c.held {
-					assert.Greater(t, at, 9*time.Second)
-				} else {
-					assert.Equal(t, 30*time.Millisecond, at, "at once")
-				}
 			})
-		})
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package resource
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/coopkv/coopkv/readpool"
@@ -59,6 +60,10 @@ type Scheduler struct {
 	class [numClasses]int
 	steps int64
 	time  time.Duration
+	// changed is set when a group's config changed or a group was deleted
+	// since the last Pop: the tasks held for their limits are looked at
+	// again.
+	changed atomic.Bool
 }
 
 // NewScheduler returns a scheduler over m's groups.
@@ -329,23 +334,44 @@ func (s *Scheduler) Ran(e *readpool.Entry, now time.Duration) {
 	e.Class = int64(s.keyOf(e, g, c))
 }
 
-// Pop implements readpool.Queue: held tasks whose time has come are looked
-// at again (and held again if their bucket is still empty), then the
-// lowest key runs.
+// SetKick implements readpool.Kickable: after a change of a group's config
+// or a deletion, the pool is kicked and the next Pop looks at every held
+// task again, by its group's config as it is now (a deleted group's as the
+// default group's): a task held for a limit that was raised or removed does
+// not wait out the debt the old limit gave it.
+func (s *Scheduler) SetKick(kick func()) {
+	s.m.watch(func() {
+		s.changed.Store(true)
+		kick()
+	})
+}
+
+// Pop implements readpool.Queue: held tasks whose time has come (all of
+// them after a group changed) are looked at again, and held again if their
+// bucket is still empty; then the lowest key runs.
 func (s *Scheduler) Pop(now time.Duration) *readpool.Entry {
 	if now != readpool.Forever {
 		s.now = max(s.now, now)
 	}
+	if s.changed.Swap(false) && now != readpool.Forever {
+		// Every held task is looked at again. All are taken out first:
+		// one may be held again, and must not be met twice.
+		var all []*readpool.Entry
+		for e := s.held.Min(); e != nil; e = s.held.Min() {
+			s.unhold(e, now)
+			all = append(all, e)
+		}
+		for _, e := range all {
+			s.Push(e, now)
+		}
+	}
 	for e := s.held.Min(); e != nil && time.Duration(e.Key) <= now; e = s.held.Min() {
-		s.held.Remove(e)
-		e.QueueState &^= qsHeld
-		g := s.groupOf(e)
-		g.held.Add(-1)
+		s.unhold(e, now)
 		if now == readpool.Forever {
 			// Close drains: skip the bucket.
 			e.Key = 0
 			s.ready.Push(e)
-			g.queued.Add(1)
+			s.groupOf(e).queued.Add(1)
 			continue
 		}
 		s.Push(e, now)
@@ -362,6 +388,17 @@ func (s *Scheduler) Pop(now time.Duration) *readpool.Entry {
 	e.Class = int64(e.Key)
 	s.publish()
 	return e
+}
+
+// unhold takes e out of the held set at now, for Pop to push it again.
+func (s *Scheduler) unhold(e *readpool.Entry, now time.Duration) {
+	s.held.Remove(e)
+	e.QueueState &^= qsHeld
+	g := s.groupOf(e)
+	g.held.Add(-1)
+	if early := time.Duration(e.Key) - now; early > 0 && now != readpool.Forever {
+		g.throttled.Add(-int64(early)) // counted in full when it was held
+	}
 }
 
 // Remove implements readpool.Queue.
