@@ -102,3 +102,41 @@ func TestClose_WaitsForACacheHit(t *testing.T) {
 	_, err = db.Get(context.Background(), []byte("k"))
 	assert.ErrorIs(t, err, ErrClosed)
 }
+
+// TestClose_ConcurrentClosesReturnWithTheStoreClosed: a Close that meets
+// one still waiting for a read waits too, so that whichever returns, the
+// store is closed and its directory can be opened again.
+func TestClose_ConcurrentClosesReturnWithTheStoreClosed(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{NoSync: true, RowCacheSize: -1})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("k"), []byte("v")))
+	inRead, release := make(chan struct{}), make(chan struct{})
+	db.hooks.beforeRead = func([]byte) {
+		close(inRead)
+		<-release
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := db.Get(context.Background(), []byte("k"))
+		read <- err
+	}()
+	<-inRead
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- db.Close() }()
+	go func() { second <- db.Close() }()
+	select {
+	case err := <-first:
+		t.Fatalf("a Close returned (%v) while a read ran", err)
+	case err := <-second:
+		t.Fatalf("a Close returned (%v) while a read ran", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	assert.NoError(t, <-read, "the running read finishes")
+	assert.NoError(t, <-first)
+	assert.NoError(t, <-second)
+	again, err := Open(dir, nil)
+	require.NoError(t, err, "both Closes returned: the directory is free")
+	assert.NoError(t, again.Close())
+}

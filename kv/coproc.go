@@ -19,7 +19,7 @@ import (
 // names the field, never a panic.
 func (db *DB) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error) {
 	if req == nil {
-		return nil, fmt.Errorf("kv: coprocessor: %w: nil request", coproc.ErrInvalidRequest)
+		return nil, db.closedOr(fmt.Errorf("kv: coprocessor: %w: nil request", coproc.ErrInvalidRequest))
 	}
 	o, err := spawnOptions(ctx, db.groupsIfControlled())
 	if err != nil {

@@ -39,6 +39,10 @@ type DB struct {
 	// its Close. Reads in the pool need no lock: Close ends the pool first.
 	mu     sync.RWMutex
 	closed bool
+	// closeDone is closed when the first Close has finished: a Close that
+	// finds the store closing waits for it, so that every Close returns
+	// with the store closed (its directory free to open again).
+	closeDone chan struct{}
 
 	closers []io.Closer // closed after Pebble
 
@@ -157,7 +161,7 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, close
 	// Check reads table files with the options Pebble runs with.
 	po = po.Clone()
 	po.EnsureDefaults()
-	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, closers: closers, groups: resource.NewManager()}
+	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, closers: closers, groups: resource.NewManager(), closeDone: make(chan struct{})}
 	if o.NoSync {
 		db.wopts = pebble.NoSync
 	}
@@ -207,15 +211,18 @@ func (db *DB) groupsIfControlled() *resource.Manager {
 // Close ends the store: new calls fail with ErrClosed, running scans end
 // (their Err says ErrClosed), running reads are waited for, and Pebble is
 // closed. No goroutine or Pebble iterator of the store outlives it. Close is
-// idempotent.
+// idempotent: a Close that meets another one waits for it to finish, and
+// later ones return nil at once.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
+		<-db.closeDone
 		return nil
 	}
 	db.closed = true
 	db.mu.Unlock()
+	defer close(db.closeDone)
 
 	var errs []error
 	if db.pool != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/resource"
 )
 
@@ -271,6 +272,10 @@ func TestErrors(t *testing.T) {
 	it = db.Scan(ctx, nil, nil, nil)
 	assert.False(t, it.Next())
 	assert.ErrorIs(t, it.Err(), ErrClosed)
+	_, err = db.Coprocessor(ctx, &coproc.Request{})
+	assert.ErrorIs(t, err, ErrClosed)
+	_, err = db.Coprocessor(ctx, nil)
+	assert.ErrorIs(t, err, ErrClosed, "closed comes before a bad request")
 	assert.True(t, db.Stats().Closed)
 }
 
