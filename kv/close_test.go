@@ -74,21 +74,18 @@ func TestScan_RacesClose(t *testing.T) {
 func TestClose_WaitsForACacheHit(t *testing.T) {
 	db, err := Open("", &Options{InMemory: true, NoSync: true})
 	require.NoError(t, err)
-	cacheKey(t, db, "k", "v")
-	inLookup, release := make(chan struct{}), make(chan struct{})
-	db.hooks.beforeHit = func([]byte) {
-		close(inLookup)
-		<-release
-	}
+	cacheKey(t, db, "block", "v")
+	b := newBlocker()
+	db.hooks.beforeHit = b.hook
 	got := make(chan error, 1)
 	go func() {
-		v, err := db.Get(context.Background(), []byte("k"))
+		v, err := db.Get(context.Background(), []byte("block"))
 		if err == nil && string(v) != "v" {
 			err = assert.AnError
 		}
 		got <- err
 	}()
-	<-inLookup
+	<-b.entered
 	closed := make(chan error, 1)
 	go func() { closed <- db.Close() }()
 	select {
@@ -96,10 +93,10 @@ func TestClose_WaitsForACacheHit(t *testing.T) {
 		t.Fatalf("Close returned (%v) while a cache hit was in its lookup", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	close(release)
+	close(b.release)
 	assert.NoError(t, <-got, "the hit that had started is served")
 	assert.NoError(t, <-closed)
-	_, err = db.Get(context.Background(), []byte("k"))
+	_, err = db.Get(context.Background(), []byte("block"))
 	assert.ErrorIs(t, err, ErrClosed)
 }
 
@@ -110,18 +107,15 @@ func TestClose_ConcurrentClosesReturnWithTheStoreClosed(t *testing.T) {
 	dir := t.TempDir()
 	db, err := Open(dir, &Options{NoSync: true, RowCacheSize: -1})
 	require.NoError(t, err)
-	require.NoError(t, db.Set([]byte("k"), []byte("v")))
-	inRead, release := make(chan struct{}), make(chan struct{})
-	db.hooks.beforeRead = func([]byte) {
-		close(inRead)
-		<-release
-	}
+	require.NoError(t, db.Set([]byte("block"), []byte("v")))
+	b := newBlocker()
+	db.hooks.beforeRead = b.hook
 	read := make(chan error, 1)
 	go func() {
-		_, err := db.Get(context.Background(), []byte("k"))
+		_, err := db.Get(context.Background(), []byte("block"))
 		read <- err
 	}()
-	<-inRead
+	<-b.entered
 	first, second := make(chan error, 1), make(chan error, 1)
 	go func() { first <- db.Close() }()
 	go func() { second <- db.Close() }()
@@ -132,7 +126,7 @@ func TestClose_ConcurrentClosesReturnWithTheStoreClosed(t *testing.T) {
 		t.Fatalf("a Close returned (%v) while a read ran", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	close(release)
+	close(b.release)
 	assert.NoError(t, <-read, "the running read finishes")
 	assert.NoError(t, <-first)
 	assert.NoError(t, <-second)
