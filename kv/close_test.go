@@ -134,3 +134,44 @@ func TestClose_ConcurrentClosesReturnWithTheStoreClosed(t *testing.T) {
 	require.NoError(t, err, "both Closes returned: the directory is free")
 	assert.NoError(t, again.Close())
 }
+
+// TestClose_NewCallsFailAtOnceWhileCloseWaits: while Close waits for a
+// long call to let go of the store (here a Get held in Pebble; a Check
+// holds it as long), new calls return ErrClosed at once rather than queue
+// behind Close.
+func TestClose_NewCallsFailAtOnceWhileCloseWaits(t *testing.T) {
+	db, err := Open("", &Options{InMemory: true, NoSync: true, Scheduler: SchedulerDirect, RowCacheSize: -1})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("block"), []byte("v")))
+	b := newBlocker()
+	db.hooks.beforeRead = b.hook
+	read := make(chan error, 1)
+	go func() {
+		_, err := db.Get(context.Background(), []byte("block"))
+		read <- err
+	}()
+	<-b.entered
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	require.Eventually(t, db.closing.Load, 5*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // Close now waits for the held Get
+
+	calls := make(chan error, 3)
+	go func() {
+		calls <- db.Set([]byte("k"), []byte("v"))
+		_, err := db.Get(context.Background(), []byte("k"))
+		calls <- err
+		calls <- db.Flush()
+	}()
+	for range 3 {
+		select {
+		case err := <-calls:
+			assert.ErrorIs(t, err, ErrClosed)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call waited behind Close")
+		}
+	}
+	close(b.release)
+	assert.NoError(t, <-read)
+	assert.NoError(t, <-closed)
+}

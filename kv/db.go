@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +40,11 @@ type DB struct {
 	// its Close. Reads in the pool need no lock: Close ends the pool first.
 	mu     sync.RWMutex
 	closed bool
+	// closing mirrors closed for calls that must not queue behind Close's
+	// exclusive lock: while Close waits for a long call (a Check) to let go
+	// of mu, an RLock would wait too — Go's RWMutex admits no new reader
+	// once a writer waits — where ErrClosed is the answer.
+	closing atomic.Bool
 	// closeDone is closed when the first Close has finished: a Close that
 	// finds the store closing waits for it, so that every Close returns
 	// with the store closed (its directory free to open again).
@@ -214,6 +220,7 @@ func (db *DB) groupsIfControlled() *resource.Manager {
 // idempotent: a Close that meets another one waits for it to finish, and
 // later ones return nil at once.
 func (db *DB) Close() error {
+	db.closing.Store(true) // new calls fail from here, not after the Lock
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -264,6 +271,9 @@ func (db *DB) closeStorage() error {
 // enter guards a call into Pebble from the caller's goroutine; leave with
 // db.mu.RUnlock.
 func (db *DB) enter() error {
+	if db.closing.Load() {
+		return ErrClosed
+	}
 	db.mu.RLock()
 	if db.closed {
 		db.mu.RUnlock()
@@ -288,10 +298,7 @@ func (db *DB) enterWrite() error {
 // closedOr returns ErrClosed after Close, else err: a call's own failure
 // must not hide that the store is closed. Only failure paths call it.
 func (db *DB) closedOr(err error) error {
-	db.mu.RLock()
-	closed := db.closed
-	db.mu.RUnlock()
-	if closed {
+	if db.closing.Load() {
 		return ErrClosed
 	}
 	return err
