@@ -107,15 +107,7 @@ func TestClose_ConcurrentClosesReturnWithTheStoreClosed(t *testing.T) {
 	dir := t.TempDir()
 	db, err := Open(dir, &Options{NoSync: true, RowCacheSize: -1})
 	require.NoError(t, err)
-	require.NoError(t, db.Set([]byte("block"), []byte("v")))
-	b := newBlocker()
-	db.hooks.beforeRead = b.hook
-	read := make(chan error, 1)
-	go func() {
-		_, err := db.Get(context.Background(), []byte("block"))
-		read <- err
-	}()
-	<-b.entered
+	b, read := holdAGet(t, db)
 	first, second := make(chan error, 1), make(chan error, 1)
 	go func() { first <- db.Close() }()
 	go func() { second <- db.Close() }()
@@ -142,15 +134,7 @@ func TestClose_ConcurrentClosesReturnWithTheStoreClosed(t *testing.T) {
 func TestClose_NewCallsFailAtOnceWhileCloseWaits(t *testing.T) {
 	db, err := Open("", &Options{InMemory: true, NoSync: true, Scheduler: SchedulerDirect, RowCacheSize: -1})
 	require.NoError(t, err)
-	require.NoError(t, db.Set([]byte("block"), []byte("v")))
-	b := newBlocker()
-	db.hooks.beforeRead = b.hook
-	read := make(chan error, 1)
-	go func() {
-		_, err := db.Get(context.Background(), []byte("block"))
-		read <- err
-	}()
-	<-b.entered
+	b, read := holdAGet(t, db)
 	closed := make(chan error, 1)
 	go func() { closed <- db.Close() }()
 	require.Eventually(t, db.closing.Load, 5*time.Second, time.Millisecond)
@@ -174,4 +158,20 @@ func TestClose_NewCallsFailAtOnceWhileCloseWaits(t *testing.T) {
 	close(b.release)
 	assert.NoError(t, <-read)
 	assert.NoError(t, <-closed)
+}
+
+// holdAGet stores key "block" and starts a Get of it that the blocker holds
+// in Pebble until b.release is closed; read gets the Get's error.
+func holdAGet(t *testing.T, db *DB) (b *blocker, read <-chan error) {
+	t.Helper()
+	require.NoError(t, db.Set([]byte("block"), []byte("v")))
+	b = newBlocker()
+	db.hooks.beforeRead = b.hook
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Get(context.Background(), []byte("block"))
+		done <- err
+	}()
+	<-b.entered
+	return b, done
 }
