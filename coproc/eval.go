@@ -25,7 +25,7 @@ func compare(a, b any) (int, bool) {
 			}
 			return cmp.Compare(uint64(x), y), true
 		case float64:
-			return cmpFloat(float64(x), y)
+			return cmpIntFloat(x, y)
 		}
 	case uint64:
 		switch y := b.(type) {
@@ -37,16 +37,18 @@ func compare(a, b any) (int, bool) {
 			}
 			return cmp.Compare(x, uint64(y)), true
 		case float64:
-			return cmpFloat(float64(x), y)
+			return cmpUintFloat(x, y)
 		}
 	case float64:
 		switch y := b.(type) {
 		case float64:
 			return cmpFloat(x, y)
 		case int64:
-			return cmpFloat(x, float64(y))
+			n, ok := cmpIntFloat(y, x)
+			return -n, ok
 		case uint64:
-			return cmpFloat(x, float64(y))
+			n, ok := cmpUintFloat(y, x)
+			return -n, ok
 		}
 	case string:
 		switch y := b.(type) {
@@ -81,6 +83,41 @@ func cmpFloat(x, y float64) (int, bool) {
 		return 0, false
 	}
 	return cmp.Compare(x, y), true
+}
+
+// cmpIntFloat compares exactly: an int64 beyond 2^53 need not be a float64,
+// and converting it would make 2^53+1 equal 2^53.
+func cmpIntFloat(i int64, f float64) (int, bool) {
+	switch {
+	case math.IsNaN(f):
+		return 0, false
+	case f >= 1<<63:
+		return -1, true
+	case f < -(1 << 63):
+		return 1, true
+	}
+	t := math.Trunc(f) // within int64's range now, and exact
+	if n := cmp.Compare(i, int64(t)); n != 0 {
+		return n, true
+	}
+	return cmp.Compare(t, f), true // i == t: the fraction decides
+}
+
+// cmpUintFloat is cmpIntFloat for a uint64.
+func cmpUintFloat(u uint64, f float64) (int, bool) {
+	switch {
+	case math.IsNaN(f):
+		return 0, false
+	case f < 0:
+		return 1, true
+	case f >= 1<<64:
+		return -1, true
+	}
+	t := math.Trunc(f)
+	if n := cmp.Compare(u, uint64(t)); n != 0 {
+		return n, true
+	}
+	return cmp.Compare(t, f), true
 }
 
 // row is what an expression sees of one row: its key and the values of the

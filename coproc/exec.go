@@ -6,8 +6,10 @@ import (
 	"container/heap"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/coopkv/coopkv/scan"
 )
@@ -536,14 +538,33 @@ func appendGroupKey(b []byte, v any) []byte {
 		if x == math.Trunc(x) && x >= 1<<63 && x < 1<<64 {
 			return binary.BigEndian.AppendUint64(append(b, 3), uint64(x)) // as the uint64 it equals
 		}
+		if math.IsNaN(x) {
+			x = math.NaN() // one group, whatever the payload bits
+		}
 		return binary.BigEndian.AppendUint64(append(b, 4), math.Float64bits(x))
 	case string:
 		return append(binary.AppendUvarint(append(b, 5), uint64(len(x))), x...)
 	case []byte:
 		return append(binary.AppendUvarint(append(b, 5), uint64(len(x))), x...)
+	case []any:
+		b = binary.AppendUvarint(append(b, 6), uint64(len(x)))
+		for _, e := range x {
+			b = appendGroupKey(b, e)
+		}
+		return b
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(x))
+		b = binary.AppendUvarint(append(b, 7), uint64(len(keys)))
+		for _, k := range keys {
+			b = appendGroupKey(b, k)
+			b = appendGroupKey(b, x[k])
+		}
+		return b
 	}
-	s := fmt.Sprint(v)
-	return append(binary.AppendUvarint(append(b, 6), uint64(len(s))), s...)
+	// normalize leaves no other kind; should one come, its type is part of
+	// its key so that values of two types that print alike stay apart.
+	s := fmt.Sprintf("%T:%#v", v, v)
+	return append(binary.AppendUvarint(append(b, 8), uint64(len(s))), s...)
 }
 
 func (s *aggState) add(fn string, col int, r *row) error {
