@@ -283,3 +283,28 @@ func FuzzColumnDecoder(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeJSON: DecodeJSON never panics and refuses with ErrMalformed;
+// what it accepts is a request Decode accepts too, once encoded.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"ranges": [{"start": "a", "end": "b"}], "filter": {"op": "eq", "args": [{"op": "col", "col": "a"}, {"op": "const", "value": 1.5}]}}`,
+		`{"ranges": [{}], "aggs": [{"func": "count"}], "group_by": ["a"], "paging_size": 3}`,
+		`{"ranges": [{}], "filter": null, "filter": null}`,
+		`[{"a": {"b": [1, {"c": 2, "c": 3}]}}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeJSON(b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrMalformed)
+			require.Nil(t, r)
+			return
+		}
+		e, err := Encode(r)
+		require.NoError(t, err)
+		_, err = Decode(e)
+		require.NoError(t, err)
+	})
+}

@@ -26,6 +26,9 @@ func DecodeJSON(b []byte) (*Request, error) {
 	if len(b) > MaxRequestBytes {
 		return nil, fmt.Errorf("coproc: decode JSON request: %w: %d bytes, cap %d", ErrTooLarge, len(b), MaxRequestBytes)
 	}
+	if err := jsonDuplicateKeys(b); err != nil {
+		return nil, fmt.Errorf("coproc: decode JSON request: %w", err)
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any
@@ -47,6 +50,55 @@ func DecodeJSON(b []byte) (*Request, error) {
 		return nil, fmt.Errorf("coproc: decode JSON request: %w: %w", ErrMalformed, err)
 	}
 	return Decode(mp)
+}
+
+// jsonDuplicateKeys refuses an object that holds a key twice, as Decode
+// does: encoding/json would keep the last one silently, and a "filter"
+// followed by "filter": null would read every row. Malformed JSON is left
+// for the decoder to word.
+func jsonDuplicateKeys(b []byte) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		keys  map[string]struct{} // nil in an array
+		isKey bool                // the next token in this object is a key
+	}
+	var stack []frame
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return nil // the end, or malformed: Decode says which
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].keys != nil && stack[top].isKey {
+			if k, ok := t.(string); ok {
+				if _, dup := stack[top].keys[k]; dup {
+					return fmt.Errorf("%w: %q at offset %d", ErrDuplicateKey, k, d.InputOffset())
+				}
+				stack[top].keys[k] = struct{}{}
+				stack[top].isKey = false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].keys != nil {
+			stack[top].isKey = true // a value ends here, or its object or array starts
+		}
+		switch t {
+		case json.Delim('{'):
+			if len(stack) > MaxDepth {
+				return nil // jsonNumbers refuses it with its own error
+			}
+			stack = append(stack, frame{keys: map[string]struct{}{}, isKey: true})
+		case json.Delim('['):
+			if len(stack) > MaxDepth {
+				return nil
+			}
+			stack = append(stack, frame{})
+		case json.Delim('}'), json.Delim(']'):
+			if top >= 0 { // the tokenizer refuses an unmatched one anyway
+				stack = stack[:top]
+			}
+		}
+	}
 }
 
 // jsonNumbers replaces json.Numbers by int64 or float64, refusing nesting

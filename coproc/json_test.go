@@ -61,3 +61,23 @@ func nest(n int) string {
 	}
 	return s
 }
+
+// TestDecodeJSON_DuplicateKeys: as strict as Decode — a key twice in one
+// object is refused wherever it is (encoding/json alone would keep the last,
+// and a "filter" followed by "filter": null would read every row), while
+// one key in several objects is fine.
+func TestDecodeJSON_DuplicateKeys(t *testing.T) {
+	for _, in := range []string{
+		`{"ranges": [{}], "filter": {"op": "eq", "args": [{"op": "col", "col": "a"}, {"op": "const", "value": 1}]}, "filter": null}`,
+		`{"ranges": [{"start": "a", "start": "b"}]}`,
+		`{"ranges": [{}], "filter": {"op": "not", "op": "and", "args": []}}`,
+		`{"ranges": [{}], "aggs": [{"func": "count"}], "group_by": ["a"], "aggs": []}`,
+	} {
+		_, err := DecodeJSON([]byte(in))
+		assert.ErrorIs(t, err, ErrDuplicateKey, in)
+	}
+	r, err := DecodeJSON([]byte(`{"ranges": [{"start": "a", "end": "b"}, {"start": "c", "end": "d"}],
+		"filter": {"op": "and", "args": [{"op": "col", "col": "x"}, {"op": "col", "col": "y"}]}}`))
+	require.NoError(t, err)
+	assert.Len(t, r.Ranges, 2)
+}
