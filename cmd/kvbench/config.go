@@ -165,6 +165,10 @@ func (c *config) validate() error {
 	}
 	if !(c.oltpRate > 0) || math.IsInf(c.oltpRate, 0) {
 		bad("--oltp-rate must be a positive number of Gets per second, not %v", c.oltpRate)
+	} else if every := float64(max(c.clients, 1)) / c.oltpRate; every < 1e-6 || every > 3600 {
+		// Each client's Gets are due every clients/rate seconds: below a
+		// microsecond all at once (as --think 0), past an hour never.
+		bad("--oltp-rate %v gives each of %d clients a Get due every %.3gs; give a rate for which that is between 1µs and 1h", c.oltpRate, max(c.clients, 1), every)
 	}
 	if c.groupScanners < 1 {
 		bad("--group-scanners must be at least 1, not %d", c.groupScanners)

@@ -147,6 +147,8 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"negative oltp-rate", []string{"--oltp-rate", "-5"}, []string{"--oltp-rate must be a positive"}},
 		{"NaN oltp-rate", []string{"--oltp-rate", "NaN"}, []string{"--oltp-rate must be a positive"}},
 		{"infinite oltp-rate", []string{"--oltp-rate", "+Inf"}, []string{"--oltp-rate must be a positive"}},
+		{"oltp-rate too high", []string{"--oltp-rate", "1e15"}, []string{"--oltp-rate 1e+15 gives each of", "between 1µs and 1h"}},
+		{"oltp-rate too low", []string{"--oltp-rate", "1e-10"}, []string{"--oltp-rate 1e-10 gives each of", "between 1µs and 1h"}},
 		{"bad oltp-rate", []string{"--oltp-rate", "fast"}, []string{"--oltp-rate"}},
 		{"zero group-scanners", []string{"--group-scanners", "0"}, []string{"--group-scanners must be at least 1, not 0"}},
 		{"every problem at once", []string{"--keys", "0", "--clients", "0", "--workload", "bogus"},

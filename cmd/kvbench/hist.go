@@ -47,6 +47,11 @@ type classStats struct {
 	arrival string                  // the clients' --arrival
 	offered float64                 // Gets per second asked for, summed over the clients; +Inf: unbounded
 	service *hdrhistogram.Histogram // nil unless paced
+	// overdue counts the Gets the phase's end cut off: due by then but not
+	// served. hist holds each one's latency so far (a lower bound), so that
+	// a stall at the very end shows in the latency as one earlier does;
+	// they are not operations.
+	overdue int64
 }
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigits) }
@@ -104,6 +109,14 @@ func (r *recorder) recordPaced(c class, e2e, service time.Duration, err error) {
 	}
 }
 
+// recordOverdue counts a paced Get of class c that was due e2e before the
+// phase ended and was not served by then (see classStats.overdue).
+func (r *recorder) recordOverdue(c class, e2e time.Duration) {
+	cs := r.stats(c)
+	recordClamped(cs.hist, e2e)
+	cs.overdue++
+}
+
 // recordClamped records d in h, clamped into h's range so that an outlier
 // is counted at the edge. Out of range is then impossible, so the error
 // is nil.
@@ -122,6 +135,7 @@ func mergeRecorders(recs []*recorder) *recorder {
 			m := out.stats(class(c))
 			m.hist.Merge(cs.hist) // same range: nothing is dropped
 			m.errors += cs.errors
+			m.overdue += cs.overdue
 			if m.firstErr == nil {
 				m.firstErr = cs.firstErr
 			}
@@ -170,6 +184,7 @@ type summary struct {
 	arrival string
 	offered float64
 	service percentiles
+	overdue int64
 }
 
 // summarize returns c's figures for a phase that lasted elapsed; a class
@@ -180,7 +195,7 @@ func (r *recorder) summarize(c class, elapsed time.Duration) summary {
 		return summary{}
 	}
 	h := cs.hist
-	s := summary{ops: h.TotalCount(), errors: cs.errors, firstErr: cs.firstErr, percentiles: percentilesOf(h)}
+	s := summary{ops: h.TotalCount() - cs.overdue, errors: cs.errors, firstErr: cs.firstErr, percentiles: percentilesOf(h), overdue: cs.overdue}
 	if elapsed > 0 {
 		s.opsPerSec = float64(s.ops) / elapsed.Seconds()
 	}

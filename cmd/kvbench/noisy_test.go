@@ -96,6 +96,10 @@ func TestWriteNoisySummaries(t *testing.T) {
 			{Workload: "noisy-quiet", Scheduler: "direct", Class: "get", P99us: 0, Pacing: paced(0)},
 			{Workload: "noisy", Scheduler: "direct", Class: "get", P99us: 300, Pacing: paced(99)},
 			{Workload: "noisy", Scheduler: "priority", Class: "get", P99us: 300, Pacing: paced(99)},
+			// Think arrival: its offered rate is an upper bound, so no
+			// achieved verdict.
+			{Workload: "noisy", Scheduler: "fifo-think", Class: "get", P99us: 300,
+				Pacing: &Pacing{Arrival: "think", OfferedPerSec: 20_000, AchievedPct: 95}},
 		},
 	}
 	var b strings.Builder

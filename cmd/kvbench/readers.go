@@ -209,7 +209,9 @@ func sleepUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
 // grows for the rest of the phase and an achieved rate below the offered
 // one; under think arrival a slow store is simply asked for fewer Gets
 // ("coordinated omission"), and only the service time and the achieved
-// rate show it.
+// rate show it. Gets the phase's end cuts off — due but not served — are
+// counted as overdue, their latency so far in the figures, so that a stall
+// at the very end shows as one earlier does.
 func pacedGets(e *env, stream int, s schedule) client {
 	r := e.rand(stream)
 	buf := make([]byte, 0, keyLen)
@@ -219,15 +221,29 @@ func pacedGets(e *env, stream int, s schedule) client {
 		defer timer.Stop()
 		start := time.Now()
 		var end time.Time
+		// cutOff records, at the phase's end, Get n due at due and those
+		// after it that were due by then, as overdue (recorder.recordOverdue).
+		cutOff := func(n int64, due time.Time) {
+			now := time.Now()
+			for ; !due.After(now); n++ {
+				rec.recordOverdue(classGet, now.Sub(due))
+				if s.arrival != arrivalFixed {
+					return // the next one is due only after this one returns
+				}
+				due = s.due(start, n+1, end)
+			}
+		}
 		for n := int64(0); ; n++ {
 			due := s.due(start, n, end)
 			if !sleepUntil(ctx, timer, due) {
+				cutOff(n, due)
 				return
 			}
 			call := time.Now()
 			err := get(ctx, e.db, buf, r.Int64N(e.keys.count()))
 			end = time.Now()
 			if ctx.Err() != nil {
+				cutOff(n, due)
 				return
 			}
 			e2e, service := end.Sub(due), end.Sub(call)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/kv"
 )
 
 func TestSchedule_FixedDue(t *testing.T) {
@@ -168,4 +170,39 @@ func TestRun_Arrival(t *testing.T) {
 			assert.Regexp(t, `(?m)^noisy +mlfq +scan +\d+ +\S+ +\S+ +\S+ +\S+ +0$`, out)
 		})
 	}
+}
+
+// TestPacedGets_AStallAtThePhasesEndShows: a client kept busy for 150 ms
+// (as a stalled Get or a client off its P would be) shows it in the
+// latencies of the Gets due meanwhile — also when the stall runs past the
+// phase's end, where those Gets are never issued: they count as overdue,
+// with their latency so far, and not as operations.
+func TestPacedGets_AStallAtThePhasesEndShows(t *testing.T) {
+	db, err := kv.Open("", &kv.Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, db.Close()) }()
+	for i := range int64(100) {
+		require.NoError(t, db.Set(appendKey(nil, i), []byte("v")))
+	}
+	run := func(stallAt time.Duration) summary {
+		var phaseStart time.Time
+		stalled := false
+		cfg := &config{clients: 1, think: time.Millisecond, arrival: arrivalFixed}
+		cfg.onPacedGet = func(time.Duration, time.Duration) {
+			if !stalled && time.Since(phaseStart) > stallAt {
+				stalled = true
+				time.Sleep(150 * time.Millisecond)
+			}
+		}
+		e := &env{db: db, cfg: cfg, keys: newKeySpace(100), seed: 1}
+		s := schedule{arrival: arrivalFixed, interval: time.Millisecond}
+		phaseStart = time.Now()
+		ph := runPhase(context.Background(), db, []client{pacedGets(e, 0, s)}, 400*time.Millisecond)
+		return ph.merged().summarize(classGet, ph.elapsed)
+	}
+	early, late := run(50*time.Millisecond), run(300*time.Millisecond)
+	assert.Greater(t, early.max, 100*time.Millisecond, "a stall in the phase shows")
+	assert.Greater(t, late.max, 50*time.Millisecond, "so does one that runs past its end")
+	assert.Greater(t, late.overdue, int64(30), "the Gets due during the stall are overdue")
+	assert.LessOrEqual(t, early.overdue, int64(2), "early: at most the Get due as the phase ended")
 }

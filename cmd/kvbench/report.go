@@ -68,6 +68,9 @@ type Pacing struct {
 	// AchievedPct is OpsPerSec, the Gets that completed per second, as a
 	// percentage of OfferedPerSec; 0 if that is unbounded.
 	AchievedPct float64 `json:"achieved_pct"`
+	// Overdue is how many Gets were due but not served when the phase
+	// ended; their latencies so far are in the percentiles (not in Ops).
+	Overdue int64 `json:"overdue"`
 	// The service time: from the call of each Get to its return.
 	ServiceP50us  float64 `json:"service_p50_us"`
 	ServiceP99us  float64 `json:"service_p99_us"`
@@ -100,6 +103,7 @@ func newPacing(s summary) *Pacing {
 	}
 	p := &Pacing{
 		Arrival:       s.arrival,
+		Overdue:       s.overdue,
 		ServiceP50us:  micros(s.service.p50),
 		ServiceP99us:  micros(s.service.p99),
 		ServiceP999us: micros(s.service.p999),

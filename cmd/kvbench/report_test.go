@@ -107,7 +107,7 @@ func TestWriteJSON_Pacing(t *testing.T) {
 		"workload": "noisy", "scheduler": "mlfq", "class": "get", "group": "",
 		"ops": 1000.0, "ops_per_sec": 5000.0, "p50_us": 80.0, "p99_us": 900.0,
 		"p999_us": 2000.0, "max_us": 5000.0, "errors": 0.0,
-		"arrival": "fixed", "offered_per_sec": 20_000.0, "achieved_pct": 25.0,
+		"arrival": "fixed", "offered_per_sec": 20_000.0, "achieved_pct": 25.0, "overdue": 0.0,
 		"service_p50_us": 40.0, "service_p99_us": 300.0, "service_p999_us": 1000.0, "service_max_us": 4000.0,
 	}, doc.Results[0])
 	assert.NotContains(t, doc.Results[1], "arrival", "a class that is not paced has no pacing fields")
