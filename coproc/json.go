@@ -14,8 +14,9 @@ import (
 
 // DecodeJSON decodes a request written as JSON, with the field names of the
 // msgpack encoding ("ranges", "filter", "group_by", ...), for people and
-// tools (kvctl cop). Keys — a range's "start" and "end" — are JSON strings
-// taken byte for byte. An integral JSON number in an [Expr] value is an
+// tools (kvctl cop). Keys — a range's "start" and "end" — are JSON strings,
+// taken as their UTF-8 bytes ("\u00ff" is the two bytes C3 BF): a bound
+// that is not UTF-8 needs the msgpack encoding ([Encode]). An integral JSON number in an [Expr] value is an
 // int64, any other a float64, as msgpack would carry them.
 //
 // It is exactly as strict as [Decode], which it ends in: the JSON becomes
