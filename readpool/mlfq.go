@@ -83,10 +83,15 @@ func (q *MLFQ) elapsed(e *Entry) time.Duration {
 	if e.TaskID == 0 {
 		return e.Elapsed
 	}
+	// The pool pushes a yielding task before Done charges its step to the
+	// id (see fileLocked): the task's own time that Done has not charged
+	// yet (e.QueueState holds what it has) counts too, so that the step
+	// that crossed a threshold demotes the task now, not a step later.
+	pending := e.Elapsed - time.Duration(e.QueueState)
 	if d, ok := q.cur[e.TaskID]; ok {
-		return d
+		return d + pending
 	}
-	return q.old[e.TaskID]
+	return q.old[e.TaskID] + pending
 }
 
 // LevelOf reports the level e would be queued at now.
@@ -239,6 +244,7 @@ func (q *MLFQ) Done(e *Entry, elapsed, now time.Duration) {
 			d = q.old[e.TaskID]
 		}
 		q.cur[e.TaskID] = d + elapsed
+		e.QueueState += uint64(elapsed) // e's own time charged to its id
 	}
 	q.maybePrune(now)
 }

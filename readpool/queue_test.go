@@ -91,6 +91,25 @@ func TestMLFQ_DemotionAcrossSteps(t *testing.T) {
 	assert.Equal(t, 2, levels[119])
 }
 
+// TestMLFQ_DemotionAcrossSteps_WithATaskID: a task with an id is demoted
+// by the step that crosses a threshold, as one without is — though the
+// pool requeues it before Done charges that step to the id.
+func TestMLFQ_DemotionAcrossSteps_WithATaskID(t *testing.T) {
+	for _, id := range []uint64{0, 77} {
+		q := NewMLFQ(MLFQOptions{})
+		var now time.Duration
+		e := &Entry{TaskID: id}
+		q.Push(e, now)
+		levels := []int{}
+		for range 3 {
+			simStep(q, &now, func(*Entry) time.Duration { return 70 * ms }, true)
+			levels = append(levels, e.Level)
+		}
+		assert.Equal(t, []int{1, 2, 2}, levels, "TaskID %d: 70 ms, then 140 ms attained", id)
+		assert.Equal(t, 210*ms, q.elapsed(e), "TaskID %d: each step counted once", id)
+	}
+}
+
 func TestMLFQ_PerIDAccumulation(t *testing.T) {
 	q := NewMLFQ(MLFQOptions{})
 	var now time.Duration
@@ -260,8 +279,8 @@ func TestMLFQ_RanAccountsAnUnqueuedStep(t *testing.T) {
 	st := q.Stats()
 	assert.EqualValues(t, 1, st.Levels[0].Steps)
 	assert.Equal(t, 6*ms, st.Levels[0].Time)
-	assert.Same(t, other, q.Pop(0))
-	assert.Same(t, e, q.Pop(0))
+	assert.Equal(t, 1, e.Level, "requeued after its 6 ms at level 1")
+	assert.ElementsMatch(t, []*Entry{other, e}, []*Entry{q.Pop(0), q.Pop(0)})
 }
 
 func TestMLFQ_Level0LeastAttainedServiceFirst(t *testing.T) {
