@@ -396,8 +396,19 @@ func (s *Scheduler) unhold(e *readpool.Entry, now time.Duration) {
 	e.QueueState &^= qsHeld
 	g := s.groupOf(e)
 	g.held.Add(-1)
-	if early := time.Duration(e.Key) - now; early > 0 && now != readpool.Forever {
-		g.throttled.Add(-int64(early)) // counted in full when it was held
+	s.refund(e, g, now)
+}
+
+// refund takes back from g's throttled time the part of held e's planned
+// wait (counted in full when it was held) that it will not wait: it leaves
+// the held set at now, or at the latest time the pool told of (Close's
+// drain, a Remove).
+func (s *Scheduler) refund(e *readpool.Entry, g *Group, now time.Duration) {
+	if now == readpool.Forever {
+		now = s.now
+	}
+	if early := time.Duration(e.Key) - now; early > 0 {
+		g.throttled.Add(-int64(early))
 	}
 }
 
@@ -409,6 +420,7 @@ func (s *Scheduler) Remove(e *readpool.Entry) bool {
 	g := s.groupOf(e)
 	if e.QueueState&qsHeld != 0 {
 		g.held.Add(-1)
+		s.refund(e, g, s.now)
 	} else {
 		g.queued.Add(-1)
 	}

@@ -554,3 +554,41 @@ func TestScheduler_IdleGraceKeepsALeadBriefly(t *testing.T) {
 	s.Push(entry(big), 2*time.Millisecond+2*IdleGrace)
 	assert.Equal(t, small.vtime.Load(), big.vtime.Load(), "idle past the grace: lifted to small's time")
 }
+
+// TestScheduler_ThrottledCountsOnlyTheWaitTaken: a held task's planned wait
+// is counted as throttled when it is held; a task removed while held (its
+// reader gone) or drained by Close at once gives back what it did not wait.
+func TestScheduler_ThrottledCountsOnlyTheWaitTaken(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		end  func(s *Scheduler, e *readpool.Entry)
+	}{
+		{"removed", func(s *Scheduler, e *readpool.Entry) { require.True(t, s.Remove(e)) }},
+		{"drained by Close", func(s *Scheduler, e *readpool.Entry) {
+			require.Same(t, e, s.Pop(readpool.Forever))
+		}},
+		{"released when due", func(s *Scheduler, e *readpool.Entry) {
+			_, until := s.Held()
+			require.Same(t, e, s.Pop(until))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, s := newScheduler(t, GroupConfig{Name: "slow", RUPerSec: 1})
+			g := m.Resolve("slow")
+			s.Charge(entry(g), readpool.Usage{Exec: 33 * time.Millisecond}) // the bucket and ~10 RU more
+			e := entry(g)
+			s.Push(e, time.Second)
+			n, until := s.Held()
+			require.Equal(t, 1, n)
+			planned := until - time.Second
+			require.Greater(t, planned, 5*time.Second)
+			c.end(s, e)
+			throttled := groupStats(t, m, "slow").Throttled
+			if c.name == "released when due" {
+				assert.Equal(t, planned, throttled, "the whole wait was taken")
+			} else {
+				assert.Zero(t, throttled, "no wait was taken")
+			}
+		})
+	}
+}
