@@ -175,3 +175,24 @@ func holdAGet(t *testing.T, db *DB) (b *blocker, read <-chan error) {
 	<-b.entered
 	return b, done
 }
+
+// TestClose_AScanThatReadItsLastRowKeepsItsEnding: a scan that has read its
+// last row, not yet told it is over, when the store closes ends complete —
+// pooled and direct alike.
+func TestClose_AScanThatReadItsLastRowKeepsItsEnding(t *testing.T) {
+	for _, sched := range []Scheduler{SchedulerMLFQ, SchedulerDirect} {
+		t.Run(string(sched), func(t *testing.T) {
+			db, err := Open("", &Options{InMemory: true, Scheduler: sched})
+			require.NoError(t, err)
+			load(t, db, 10, func(int) []byte { return []byte("v") })
+			it := db.Scan(context.Background(), nil, nil, &ScanOptions{Limit: 10})
+			for range 10 {
+				require.True(t, it.Next())
+			}
+			require.NoError(t, db.Close())
+			assert.False(t, it.Next())
+			assert.NoError(t, it.Err(), "it had read everything")
+			assert.NoError(t, it.Close())
+		})
+	}
+}

@@ -256,6 +256,9 @@ func (d *Direct) Close() error {
 // End implements Source. It waits for a Next in progress.
 func (d *Direct) End(err error) {
 	d.mu.Lock()
+	if d.c != nil && d.c.Done() {
+		err = nil // it has read its last row: it keeps its ending, complete
+	}
 	closed := d.closeLocked(err)
 	d.mu.Unlock()
 	if closed {
