@@ -152,7 +152,7 @@ func (c *Cursor) FillUnless(b *Batch, p Preempter) (rows, bytes int64, err error
 			}
 		}
 		b.add(c.it.Key(), v)
-		if b.Len() == 1 && c.avgRow == 0 && want > 1 {
+		if b.Len() == 1 && c.avgRow == 0 && want > 1 && b.Bytes() < MaxBatchBytes {
 			// A scan's first batch: size it from its first row, rather
 			// than let append double the buffer (and copy it) its way up.
 			sizeFor(b, want, b.Bytes()+1)
@@ -182,10 +182,10 @@ func (c *Cursor) FillUnless(b *Batch, p Preempter) (rows, bytes int64, err error
 	return int64(b.Len()), int64(b.Bytes()), nil
 }
 
-// sizeFor makes room in b for rows rows of about row bytes each, up to
-// the batch byte cap and one row past it.
+// sizeFor makes room in b for rows rows in all (those it holds included)
+// of about row bytes each, up to the batch byte cap and one row past it.
 func sizeFor(b *Batch, rows, row int) {
-	b.grow(min(rows*row, MaxBatchBytes+row), rows)
+	b.grow(max(min(rows*row, MaxBatchBytes+row)-b.Bytes(), 0), max(rows-b.Len(), 0))
 }
 
 func (c *Cursor) advance() bool {

@@ -245,6 +245,33 @@ func TestCursor_FirstBatchSizedFromItsFirstRow(t *testing.T) {
 	assert.LessOrEqual(t, allocs, 8.0)
 }
 
+// TestCursor_FirstBatchBufferStaysNearTheCap: sizing the first batch from
+// its first row makes room up to the byte cap and one row past it, in all:
+// rows near the cap do not get a second cap's worth on top, and a first
+// row past the cap, which ends the batch alone, gets no more room.
+func TestCursor_FirstBatchBufferStaysNearTheCap(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		valueSize int
+	}{
+		{"a row past the cap", MaxBatchBytes * 8},
+		{"rows near the cap", MaxBatchBytes / 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := openPebble(t, 6, c.valueSize)
+			cur, err := NewCursor(db, Spec{})
+			require.NoError(t, err)
+			defer cur.Close()
+			var b Batch
+			_, n, err := cur.Fill(&b)
+			require.NoError(t, err)
+			row := int(n) / b.Len()
+			assert.LessOrEqual(t, cap(b.buf), max(int(n), MaxBatchBytes+row)*9/8,
+				"%d rows of %d bytes", b.Len(), row)
+		})
+	}
+}
+
 // A stream read to its end gives its batches back for the next scan; one
 // closed early keeps them (its consumer may be reading one as it closes).
 func TestStream_RecyclesBatchesOnlyAtItsEnd(t *testing.T) {
