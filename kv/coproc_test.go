@@ -79,7 +79,8 @@ func setRows(t *testing.T, db *DB, n int) {
 // idle and nothing queued, its first step — here all of it — runs on the
 // caller's goroutine.
 func TestCoprocessor_RunsInlineWhenAWorkerIsIdle(t *testing.T) {
-	db := openTest(t, "", &Options{InMemory: true, Workers: 1})
+	// A slice of a minute: a slow machine must not make the step yield.
+	db := openTest(t, "", &Options{InMemory: true, Workers: 1, TimeSlice: time.Minute})
 	setRows(t, db, 10)
 	require.Eventually(t, func() bool { return db.Stats().Pool.Parked == 1 }, 10*time.Second, time.Millisecond)
 	before := db.Stats().Pool
