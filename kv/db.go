@@ -38,12 +38,12 @@ type DB struct {
 	// Pebble iterator belongs to the pool or to direct; Close takes it
 	// exclusively before it closes Pebble — which panics on any call after
 	// its Close. Reads in the pool need no lock: Close ends the pool first.
-	mu     sync.RWMutex
-	closed bool
-	// closing mirrors closed for calls that must not queue behind Close's
-	// exclusive lock: while Close waits for a long call (a Check) to let go
-	// of mu, an RLock would wait too — Go's RWMutex admits no new reader
-	// once a writer waits — where ErrClosed is the answer.
+	mu sync.RWMutex
+	// closing is set by the first Close, before it takes mu: calls check
+	// it before they wait for mu too, since while Close waits for a long
+	// call (a Check) to let go of mu an RLock would wait as well — Go's
+	// RWMutex admits no new reader once a writer waits — where ErrClosed
+	// is the answer; and again under mu.
 	closing atomic.Bool
 	// closeDone is closed when the first Close has finished: a Close that
 	// finds the store closing waits for it, so that every Close returns
@@ -220,16 +220,16 @@ func (db *DB) groupsIfControlled() *resource.Manager {
 // idempotent: a Close that meets another one waits for it to finish, and
 // later ones return nil at once.
 func (db *DB) Close() error {
-	db.closing.Store(true) // new calls fail from here, not after the Lock
-	db.mu.Lock()
-	if db.closed {
-		db.mu.Unlock()
+	if db.closing.Swap(true) { // new calls fail from here
 		<-db.closeDone
 		return nil
 	}
-	db.closed = true
-	db.mu.Unlock()
 	defer close(db.closeDone)
+	// Wait for the calls that entered before: a Scan hands its iterator to
+	// the pool under mu, before the pool closes.
+	db.mu.Lock()
+	//lint:ignore SA2001 the empty critical section is the wait
+	db.mu.Unlock()
 
 	var errs []error
 	if db.pool != nil {
@@ -275,7 +275,7 @@ func (db *DB) enter() error {
 		return ErrClosed
 	}
 	db.mu.RLock()
-	if db.closed {
+	if db.closing.Load() {
 		db.mu.RUnlock()
 		return ErrClosed
 	}
