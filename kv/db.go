@@ -178,7 +178,7 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, close
 		}
 	}
 	if o.Scheduler != SchedulerDirect {
-		po := readpool.Options{Workers: o.Workers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice}
+		po := readpool.Options{Workers: o.Workers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice, Spares: o.spares}
 		switch o.Scheduler {
 		case SchedulerFIFO:
 			po.Queue = readpool.NewFIFO()

@@ -42,7 +42,9 @@ func (b *blocker) hook(key []byte) {
 // worker during the test.
 func openSaturated(t *testing.T, o Options) (db *DB, release func()) {
 	t.Helper()
-	o.InMemory, o.Workers, o.TimeSlice = true, 1, time.Minute
+	// No spare worker: it would step the point reads queued behind the
+	// held one (readpool.Options.Spares).
+	o.InMemory, o.Workers, o.TimeSlice, o.spares = true, 1, time.Minute, -1
 	db, err := Open("", &o)
 	require.NoError(t, err)
 	b := newBlocker()

@@ -314,7 +314,7 @@ func TestOpen_CreatesMissingDirectoryAndPersists(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v", string(v))
 	o := db.Options()
-	assert.EqualValues(t, 64<<20, o.CacheSize)
+	assert.EqualValues(t, defaultCacheSize(processMemory()), o.CacheSize)
 	assert.EqualValues(t, 32<<20, o.RowCacheSize)
 	assert.Equal(t, SchedulerMLFQ, o.Scheduler)
 }
@@ -371,16 +371,17 @@ func TestStats_JSON(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	load(t, db, 1000, func(int) []byte { return []byte("v") })
 	require.NoError(t, db.Flush())
-	for i := range 3 {
+	for i := range 4 {
 		_, err := db.Get(context.Background(), keyN(5))
 		require.NoError(t, err)
-		if i == 0 {
+		if i == 1 {
 			db.cache.c.Wait() // ristretto applies inserts asynchronously
 		}
 	}
 	st := db.Stats()
 	assert.EqualValues(t, 2, st.RowCache.Hits)
-	assert.EqualValues(t, 1, st.RowCache.Misses)
+	assert.EqualValues(t, 2, st.RowCache.Misses, "cached on the second")
+	assert.EqualValues(t, 1, st.RowCache.FirstTouches)
 	assert.Positive(t, st.Storage.DiskBytes)
 	var tables int64
 	for _, l := range st.Storage.Levels {

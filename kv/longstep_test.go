@@ -119,7 +119,8 @@ func longStepKey(i int) []byte { return fmt.Appendf(nil, "short%02d", i) }
 func TestLongStep_StatsCountExtraWork(t *testing.T) {
 	// LongStep is 20 × 10 ms: the Gets are queued long before the
 	// monitor starts the extra worker.
-	db := openTest(t, "", &Options{InMemory: true, Workers: 1, TimeSlice: 10 * time.Millisecond, RowCacheSize: -1})
+	// No spare: the extra worker, not a spare, is to run the queued Gets.
+	db := openTest(t, "", &Options{InMemory: true, Workers: 1, TimeSlice: 10 * time.Millisecond, RowCacheSize: -1, spares: -1})
 	entered := make(chan string, 2)
 	release := make(chan struct{})
 	db.hooks.beforeRead = func(key []byte) {

@@ -18,11 +18,16 @@ type Stats struct {
 
 // RowCacheStats describes the value cache in front of Get.
 type RowCacheStats struct {
-	Enabled   bool    `json:"enabled"`
-	Hits      int64   `json:"hits"`
-	Misses    int64   `json:"misses"` // stale entries (older than a write) count as misses
-	Evictions int64   `json:"evictions"`
-	HitRate   float64 `json:"hit_rate"`
+	Enabled bool `json:"enabled"`
+	// Capacity is the cache's size in force, in bytes (Options.RowCacheSize).
+	Capacity  int64 `json:"capacity"`
+	Hits      int64 `json:"hits"`
+	Misses    int64 `json:"misses"` // stale entries (older than a write) count as misses
+	Evictions int64 `json:"evictions"`
+	// FirstTouches counts misses whose value was not cached because the
+	// key had not missed lately: a key is cached on its second miss.
+	FirstTouches int64   `json:"first_touches"`
+	HitRate      float64 `json:"hit_rate"`
 }
 
 // StorageStats is a short summary of Pebble's state.
@@ -34,6 +39,21 @@ type StorageStats struct {
 	BlockCacheHits    int64        `json:"block_cache_hits"`
 	BlockCacheMisses  int64        `json:"block_cache_misses"`
 	BlockCacheHitRate float64      `json:"block_cache_hit_rate"`
+	// BlockCacheCapacity is the block cache's size in force, in bytes
+	// (Options.CacheSize), memtables included: Pebble reserves them in it.
+	BlockCacheCapacity int64 `json:"block_cache_capacity"`
+	// MemTableSize is the size of one memtable in force, in bytes.
+	MemTableSize uint64 `json:"memtable_size"`
+	// WALBytesWritten is what the write-ahead log has written, framing
+	// included: the bytes the store took in.
+	WALBytesWritten uint64 `json:"wal_bytes_written"`
+	// FlushedBytes and CompactedBytes are what flushes and compactions
+	// have written to tables and blob files.
+	FlushedBytes   uint64 `json:"flushed_bytes"`
+	CompactedBytes uint64 `json:"compacted_bytes"`
+	// WriteAmp is Pebble's write amplification: bytes written by the WAL,
+	// flushes and compactions ÷ bytes taken in by the WAL and ingestion.
+	WriteAmp float64 `json:"write_amp"`
 }
 
 // LevelStats describes one level of the LSM tree.
@@ -55,7 +75,7 @@ func (db *DB) Stats() Stats {
 		s.Groups = db.groups.Stats()
 	}
 	if c := db.cache; c != nil {
-		s.RowCache = RowCacheStats{Enabled: true, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load()}
+		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), FirstTouches: c.firstTouches.Load()}
 		s.RowCache.HitRate = rate(s.RowCache.Hits, s.RowCache.Misses)
 	}
 	if err := db.enter(); err != nil {
@@ -73,6 +93,17 @@ func (db *DB) Stats() Stats {
 	s.Storage.BlockCacheHits = m.BlockCache.Hits
 	s.Storage.BlockCacheMisses = m.BlockCache.Misses
 	s.Storage.BlockCacheHitRate = rate(m.BlockCache.Hits, m.BlockCache.Misses)
+	s.Storage.BlockCacheCapacity = db.opts.CacheSize
+	s.Storage.MemTableSize = db.popts.MemTableSize
+	s.Storage.WALBytesWritten = m.WAL.BytesWritten
+	for i := range m.Levels {
+		l := &m.Levels[i]
+		s.Storage.FlushedBytes += l.TableBytesFlushed + l.BlobBytesFlushed
+		s.Storage.CompactedBytes += l.TableBytesCompacted + l.BlobBytesCompacted
+	}
+	// Total counts the WAL as written once more, as Pebble's own table does.
+	total := m.Total()
+	s.Storage.WriteAmp = total.WriteAmp()
 	return s
 }
 

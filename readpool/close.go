@@ -48,7 +48,11 @@ func (p *Pool) Close() error {
 			signal(w)
 		}
 	}
+	spares := p.wakeSparesForCloseLocked()
 	p.mu.Unlock()
+	for _, w := range spares {
+		signal(w)
+	}
 
 	for _, h := range ended {
 		p.complete(h, ErrClosed, &p.completedOff)

@@ -110,8 +110,8 @@ func TestCallerHandoff_DeferredOverPointReadsOnly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// An hour of delay and of LongStep: the window never closes on
-			// its own, and no extra worker takes the queued reads.
-			p := newPool(t, Options{Workers: 1, LongStep: time.Hour, handoffDelay: time.Hour})
+			// its own, and no extra or spare worker takes the queued reads.
+			p := newPool(t, Options{Workers: 1, LongStep: time.Hour, handoffDelay: time.Hour, Spares: -1})
 			if tc.scanLive {
 				scan, _ := doneTask(func(*StepContext) Status { return Pending })
 				_, err := p.Spawn(context.Background(), scan, SpawnOptions{})

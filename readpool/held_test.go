@@ -120,7 +120,7 @@ func TestHeld_CloseEndsHeldTasks(t *testing.T) {
 func TestDeadline_HoldsWhileQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, q := range []Queue{NewMLFQ(MLFQOptions{}), NewFIFO(), NewPriorityQueue(nil)} {
-			p := newPool(t, Options{Workers: 1, Queue: q, TimeSlice: time.Second})
+			p := newPool(t, Options{Workers: 1, Queue: q, TimeSlice: time.Second, Spares: -1}) // no spare: the pool is saturated
 			release := make(chan struct{})
 			blocker, blockerDone, started := blockingTask(release)
 			_, err := p.Spawn(context.Background(), blocker, SpawnOptions{})

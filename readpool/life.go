@@ -21,7 +21,11 @@ func (p *Pool) pushLocked(h *Handle, now time.Duration, unpark bool) *worker {
 	if n := p.syncQueuedLocked(now); !unpark || n == 0 {
 		return nil // held back: the timer will wake a worker
 	}
-	return p.unparkOneLocked()
+	if w := p.unparkOneLocked(); w != nil {
+		return w
+	}
+	// Every worker is busy or lent: urgent work goes to a spare.
+	return p.wakeSpareLocked()
 }
 
 // popLocked pops the next ready task and takes it to POLLING; it counts
@@ -30,7 +34,12 @@ func (p *Pool) pushLocked(h *Handle, now time.Duration, unpark bool) *worker {
 // watch's goroutine has not reached it yet) is returned with the reason
 // instead, completed and uncounted, for the caller to end after unlocking.
 func (p *Pool) popLocked(now time.Duration) (*Handle, error) {
-	e := p.q.Pop(now)
+	return p.takeLocked(p.q.Pop(now), now)
+}
+
+// takeLocked is popLocked for an entry e the queue has just popped (nil:
+// none).
+func (p *Pool) takeLocked(e *Entry, now time.Duration) (*Handle, error) {
 	p.syncQueuedLocked(now)
 	if e == nil {
 		return nil, nil

@@ -52,10 +52,14 @@ func (o *MLFQOptions) ensureDefaults() {
 // Within level 0 the task whose identity has run least goes first (ties in
 // arrival order): a fresh Get is not queued behind a scan that has already
 // run 3 ms but has not yet sunk to level 1, so a short read waits for one
-// step, not for the young scans ahead of it. Levels 1 and 2 are FIFO.
+// step, not for the young scans ahead of it. Among the identities that
+// have run nothing, point reads (Entry.Short) go first: all have attained
+// the same, and a point read is the one that will finish in its step.
+// Levels 1 and 2 are FIFO.
 type MLFQ struct {
 	opts     MLFQOptions
-	fresh    EntryList // level 0, identities that have not run yet: FIFO
+	points   EntryList // level 0, point reads that have not run yet: FIFO
+	fresh    EntryList // level 0, other identities that have not run yet: FIFO
 	top      EntryHeap // level 0, the others, least attained service first
 	levels   [3]EntryList
 	running  [3]int // popped entries whose step has not been Done
@@ -112,7 +116,7 @@ func (q *MLFQ) LevelOf(e *Entry) int {
 
 func (q *MLFQ) queued(i int) int {
 	if i == 0 {
-		return q.fresh.Len() + q.top.Len()
+		return q.points.Len() + q.fresh.Len() + q.top.Len()
 	}
 	return q.levels[i].Len()
 }
@@ -139,7 +143,9 @@ func (q *MLFQ) Push(e *Entry, _ time.Duration) {
 		// among themselves, in arrival order: a FIFO serves them in O(1)
 		// (every Get), the heap only the young scans.
 		attained := q.elapsed(e)
-		if attained == 0 {
+		if attained == 0 && e.Short {
+			q.points.Push(e)
+		} else if attained == 0 {
 			q.fresh.Push(e)
 		} else {
 			e.Key = uint64(attained)
@@ -189,22 +195,43 @@ func (q *MLFQ) Pop(time.Duration) *Entry {
 	if best < 0 {
 		return nil
 	}
+	return q.popLevel(best)
+}
+
+// popLevel pops the next entry of level lv, which has one queued.
+func (q *MLFQ) popLevel(lv int) *Entry {
 	var e *Entry
 	switch {
-	case best == 0 && q.fresh.Len() > 0:
+	case lv == 0 && q.points.Len() > 0:
+		e = q.points.Pop()
+	case lv == 0 && q.fresh.Len() > 0:
 		e = q.fresh.Pop()
-	case best == 0:
+	case lv == 0:
 		e = q.top.Pop()
 	default:
-		e = q.levels[best].Pop()
+		e = q.levels[lv].Pop()
 	}
-	e.Class = int64(best)
-	q.running[best]++
+	e.Class = int64(lv)
+	q.running[lv]++
 	q.publish()
 	return e
 }
 
 // Remove implements Queue.
+// PopUrgent implements UrgentPopper: the next point read that has not run
+// yet, whatever the levels' shares say (the spare workers that call it add
+// capacity for point reads beside the workers; they take nothing from the
+// other tasks, young scans included).
+func (q *MLFQ) PopUrgent(time.Duration) *Entry {
+	if q.points.Len() == 0 {
+		return nil
+	}
+	return q.popLevel(0)
+}
+
+// Urgent implements UrgentPopper: the point reads queued.
+func (q *MLFQ) Urgent() int { return q.points.Len() }
+
 func (q *MLFQ) Remove(e *Entry) bool {
 	if !e.Unlink() {
 		return false

@@ -326,7 +326,7 @@ func TestSpawn_InlineNotWhenQueued(t *testing.T) {
 
 func TestPool_CloseWithQueuedRunningAndPendingTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, err := New(Options{Workers: 2})
+		p, err := New(Options{Workers: 2, Spares: -1}) // no spare: one task stays queued
 		require.NoError(t, err)
 
 		pending, pendingDone := doneTask(func(*StepContext) Status { return Pending })
@@ -398,7 +398,7 @@ func TestPool_CloseEndsIdleTasks(t *testing.T) {
 
 func TestPool_LongStepHandoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newPool(t, Options{Workers: 1})
+		p := newPool(t, Options{Workers: 1, Spares: -1}) // the extra worker, not a spare, runs them
 		release := make(chan struct{})
 		stuck, stuckDone, started := blockingTask(release)
 		_, err := p.Spawn(context.Background(), stuck, SpawnOptions{})
@@ -563,7 +563,8 @@ func TestGo_RecyclesHandlesUnderLoad(t *testing.T) {
 
 func TestShouldYield_PreemptedByLevel0Work(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newPool(t, Options{Workers: 1, TimeSlice: 10 * time.Millisecond})
+		// No spare: the level-0 task must wait for the worker to give way.
+		p := newPool(t, Options{Workers: 1, TimeSlice: 10 * time.Millisecond, Spares: -1})
 		var units []int
 		var mu sync.Mutex
 		stop := make(chan struct{})

@@ -83,6 +83,19 @@ type Admitter interface {
 	Admit(e *Entry, maxTasks int) bool
 }
 
+// UrgentPopper is a Queue that can pop its urgent work alone: tasks a
+// waiting caller wants within microseconds (the MLFQ: point reads,
+// Entry.Short, that have not run yet). The pool's spare workers, which run
+// beyond Workers, pop with it, so that they only ever run such steps —
+// never a scan's.
+type UrgentPopper interface {
+	// PopUrgent is Pop restricted to urgent work: nil when none is ready at
+	// now. It sets the entry's Class.
+	PopUrgent(now time.Duration) *Entry
+	// Urgent is the number of urgent entries ready to pop.
+	Urgent() int
+}
+
 // Kickable is implemented by a queue whose policy can change from outside
 // the pool, such as a resource group's limit: New gives it Pool.Kick, to
 // call after such a change so that tasks it holds back are looked at again
@@ -103,6 +116,9 @@ type Entry struct {
 	Group string
 	// Priority is the spawner's priority value (SpawnOptions.Priority).
 	Priority uint64
+	// Short is SpawnOptions.Short: a point read, expected to end in its
+	// first step.
+	Short bool
 	// Elapsed is the step time this task (not its id) has used so far.
 	Elapsed time.Duration
 	// Tag is the spawner's opaque extra (SpawnOptions.Tag), e.g. a

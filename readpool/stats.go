@@ -12,6 +12,11 @@ type Stats struct {
 	Busy    int `json:"busy"`   // slots running a step (inline steps included)
 	Parked  int `json:"parked"` // workers asleep with a free slot
 	Extra   int `json:"extra"`  // temporary workers standing in for stuck ones
+	// Spares are the spare workers, which step urgent work while every
+	// worker is busy (Options.Spares).
+	Spares int `json:"spares"`
+	// SpareSteps counts the steps the spares ran (in Steps too).
+	SpareSteps int64 `json:"spare_steps"`
 
 	Queued  int        `json:"queued"`  // ready to run
 	Held    int        `json:"held"`    // held back by the queue until a later time
@@ -94,6 +99,14 @@ func (p *Pool) Stats() Stats {
 			}
 		}
 	}
+	for _, w := range p.spares {
+		s.SpareSteps += w.own.stats.steps.Load()
+		agg.add(&w.own.stats)
+		if w.own.stepStart.Load() != 0 {
+			s.Busy++
+		}
+	}
+	s.Spares = len(p.spares)
 	p.mu.Lock()
 	agg.add(&p.retired)
 	for w := range p.extraWorkers {

@@ -41,6 +41,7 @@ type worker struct {
 	lend   atomic.Uint32
 	wake   chan struct{} // capacity 1: whoever moves lend to lendAwake sends once
 	extra  bool
+	spare  bool // a spare worker (spare.go): never lent, never extra
 	parked bool // in Pool.parked; under Pool.mu
 }
 
@@ -177,8 +178,7 @@ func (p *Pool) work(w *worker) {
 		h, stop := p.popLocked(now)
 		if stop != nil {
 			p.mu.Unlock()
-			p.complete(h, stop, &s.stats.completed)
-			p.recycle(h)
+			p.endStopped(s, h, stop)
 			now = p.now()
 			continue
 		}
@@ -233,6 +233,13 @@ func (p *Pool) work(w *worker) {
 			gosched()
 		}
 	}
+}
+
+// endStopped ends h, popped but not to be stepped (see popLocked), off the
+// lock, counting it as completed on slot s.
+func (p *Pool) endStopped(s *slot, h *Handle, stop error) {
+	p.complete(h, stop, &s.stats.completed)
+	p.recycle(h)
 }
 
 // park puts w, under p.mu (which it releases), on the parked list, spins a

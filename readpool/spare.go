@@ -1,0 +1,138 @@
+package readpool
+
+// Spare workers: urgent work (the MLFQ's point reads that have not run yet)
+// must not wait for a worker's round trip through Go's global run queue.
+//
+// A worker that completes a Get readies the Get's caller on its own P and
+// hands that P over (runtime.Gosched), which puts the worker itself on Go's
+// global run queue; a busy P looks there only every 61st schedule, or when
+// its own queue is empty. With every other worker in a scan step, a Get
+// queued meanwhile waited for one of them to come back: measured beside 8
+// scans on 2 CPUs, that wait was the Get's service p99 (~0.5 ms, of which
+// the step itself was ~0.1 ms).
+//
+// A spare is a worker beyond Workers that sleeps until urgent work finds
+// every worker busy. The spawner that queues it then wakes a sleeping
+// spare; a goroutine readied so goes to the spawner's P as its next to run,
+// and the spawner, a Get's caller, blocks on its result at once, so the
+// spare steps the Get without any trip through the global queue. A spare
+// steps only what the queue's PopUrgent gives, so the pool runs at most
+// Workers steps of other work at once as before; and it never hands its P
+// over between steps: it sleeps when urgent work runs out, and sleeping
+// gives the P to the callers it readied.
+//
+// The protocol, under Pool.mu: a spare is in spareParked exactly while it
+// sleeps or is about to; whoever takes it off the list sends it one wake-up
+// token (w.wake, capacity 1), as for workers.
+
+// startSpares starts the spare workers, if the queue can pop urgent work
+// alone.
+func (p *Pool) startSpares() {
+	up, ok := p.q.(UrgentPopper)
+	if !ok {
+		return
+	}
+	p.urgent = up
+	for range max(p.opts.Spares, 0) {
+		w := &worker{wake: make(chan struct{}, 1), spare: true}
+		p.spares = append(p.spares, w)
+		p.wg.Add(1)
+		go p.workSpare(w, up)
+	}
+}
+
+// wakeSpareLocked takes a sleeping spare off the list when urgent work is
+// queued, for the caller to signal after unlocking; nil if none.
+func (p *Pool) wakeSpareLocked() *worker {
+	n := len(p.spareParked)
+	if n == 0 || p.urgent.Urgent() == 0 {
+		return nil
+	}
+	w := p.spareParked[n-1]
+	p.spareParked = p.spareParked[:n-1]
+	w.parked = false
+	return w
+}
+
+// spareRun bounds how long a spare steps urgent work back to back before it
+// sleeps and lets its P go to the callers it readied: a few Gets' steps.
+// The next urgent spawn that finds every worker busy wakes it again.
+const spareRun = defaultHandoffDelay
+
+// workSpare is a spare's loop: pop urgent work, step it, sleep when there
+// is none (or after spareRun of stepping).
+func (p *Pool) workSpare(w *worker, up UrgentPopper) {
+	defer p.wg.Done()
+	s := &w.own
+	var last *Handle
+	var r stepResult
+	now := p.now()
+	awake := now // when it last woke
+	for {
+		p.mu.Lock()
+		if last != nil {
+			h := last
+			last = nil
+			// A task it stepped that goes on is queued for whoever is free:
+			// it may have left level 0, and a parked worker must hear of it.
+			wk, stop := p.fileLocked(h, &r, true)
+			if stop != nil {
+				p.mu.Unlock()
+				signal(wk)
+				p.complete(h, stop, &s.stats.completed)
+				p.recycle(h)
+				p.mu.Lock()
+			} else if wk != nil {
+				p.mu.Unlock()
+				signal(wk)
+				p.mu.Lock()
+			}
+		}
+		if invariants {
+			p.checkLocked()
+		}
+		if p.closed {
+			// Close drained the queue and took us off the list.
+			p.mu.Unlock()
+			return
+		}
+		var h *Handle
+		var stop error
+		if now-awake < spareRun {
+			h, stop = p.takeLocked(up.PopUrgent(now), now)
+		}
+		if stop != nil {
+			p.mu.Unlock()
+			p.endStopped(s, h, stop)
+			now = p.now()
+			continue
+		}
+		if h == nil {
+			w.parked = true
+			p.spareParked = append(p.spareParked, w)
+			p.mu.Unlock()
+			<-w.wake
+			now = p.now()
+			awake = now
+			continue
+		}
+		p.mu.Unlock()
+		r = p.step(s, h, now, true)
+		if r.finished() {
+			p.completeStep(s, h, &r)
+		}
+		last = h
+		now = r.end
+	}
+}
+
+// wakeSparesForCloseLocked wakes every sleeping spare so that it sees the
+// pool closed and exits.
+func (p *Pool) wakeSparesForCloseLocked() []*worker {
+	ws := p.spareParked
+	p.spareParked = nil
+	for _, w := range ws {
+		w.parked = false
+	}
+	return ws
+}
