@@ -92,7 +92,240 @@ func writePlain(w io.Writer, res *results) error {
 			}
 		}
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(w, "\n%s\n\n", cpuTitle)
+	if err := cpuTable(res).plain(w); err != nil {
+		return err
+	}
+	peak, heap := memoryTables(res)
+	fmt.Fprintf(w, "\n%s\n\n", peakTitle(res))
+	if err := peak.plain(w); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%s\n\n", heapTitle)
+	if err := heap.plain(w); err != nil {
+		return err
+	}
+	if lines := writeAmpLines(res); len(lines) > 0 {
+		fmt.Fprintf(w, "\n%s\n", writeAmpTitle)
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	return nil
+}
+
+// pivot is a table of phases (rows) by stores (columns), for the memory
+// figures; the first column is the phase.
+type pivot struct {
+	header []string
+	rows   [][]string
+}
+
+// markdown writes p as a markdown table, its figures right-aligned.
+func (p *pivot) markdown(b *strings.Builder) {
+	b.WriteString("| " + strings.Join(p.header, " | ") + " |\n|---|")
+	b.WriteString(strings.Repeat("---:|", len(p.header)-1))
+	b.WriteString("\n")
+	for _, r := range p.rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+}
+
+// plain writes p as an aligned plain-text table.
+func (p *pivot) plain(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(p.header, "\t")+"\t")
+	for _, r := range p.rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+	}
 	return tw.Flush()
+}
+
+// shortTitle names phase w in a narrow column: load, A … F.
+func shortTitle(w string) string {
+	if w == loadPhase {
+		return w
+	}
+	return strings.ToUpper(w)
+}
+
+// mibCell formats a size in bytes as whole MiB, "–" for none.
+func mibCell(b int64) string {
+	if b <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", float64(b)/(1<<20))
+}
+
+// peers are the stores of res that are not coopkv's, when a coopkv store
+// (base, see ratioBase) ran to compare them with.
+func (res *results) peers() (base string, peers []string) {
+	stores := res.storeNames()
+	base, ok := ratioBase(stores)
+	if !ok {
+		return "", nil
+	}
+	for _, s := range stores {
+		if !strings.HasPrefix(s, "coopkv") {
+			peers = append(peers, s)
+		}
+	}
+	return base, peers
+}
+
+// memoryTables are the peak resident set of every store in every phase
+// and over its whole run, with the first coopkv store's peak divided by
+// the larger of its peers' in the same row; and the Go heap at each
+// phase's end. Sizes are MiB.
+func memoryTables(res *results) (peak, heap *pivot) {
+	stores := res.storeNames()
+	base, peers := res.peers()
+	peak = &pivot{header: append([]string{"phase"}, stores...)}
+	heap = &pivot{header: append([]string{"phase"}, stores...)}
+	if len(peers) > 0 {
+		peak.header = append(peak.header, base+" ÷ larger peer")
+	}
+	// ratio is base's figure over the largest of the peers'.
+	ratio := func(of func(store string) int64) string {
+		var top int64
+		for _, p := range peers {
+			top = max(top, of(p))
+		}
+		if b := of(base); b > 0 && top > 0 {
+			return fmt.Sprintf("%.2f", float64(b)/float64(top))
+		}
+		return "–"
+	}
+	for _, wl := range tableOrder(res) {
+		of := func(store string) int64 {
+			if ps, ok := res.phase(store, wl); ok {
+				return ps.Memory.PeakRSS
+			}
+			return 0
+		}
+		prow := []string{shortTitle(wl)}
+		hrow := []string{shortTitle(wl)}
+		for _, s := range stores {
+			prow = append(prow, mibCell(of(s)))
+			var h int64
+			if ps, ok := res.phase(s, wl); ok {
+				h = ps.Memory.GoHeap
+			}
+			hrow = append(hrow, mibCell(h))
+		}
+		if len(peers) > 0 {
+			prow = append(prow, ratio(of))
+		}
+		peak.rows = append(peak.rows, prow)
+		heap.rows = append(heap.rows, hrow)
+	}
+	of := func(store string) int64 {
+		for _, si := range res.Stores {
+			if si.Name == store {
+				return si.Memory.PeakRSS
+			}
+		}
+		return 0
+	}
+	row := []string{"whole store"}
+	for _, s := range stores {
+		row = append(row, mibCell(of(s)))
+	}
+	if len(peers) > 0 {
+		row = append(row, ratio(of))
+	}
+	peak.rows = append(peak.rows, row)
+	return peak, heap
+}
+
+// sourcePhrases say in words where a peak came from.
+var sourcePhrases = map[string]string{
+	sourceHWM:       "the kernel's high-water mark (VmHWM), reset at the phase's start",
+	sourceStatm:     "the largest of /proc/self/statm's samples every 50 ms",
+	sourceGoRuntime: "the largest sample of the Go runtime's own memory (no /proc here: C allocations and mmapped files left out)",
+	sourceRusage:    "its own process's peak (getrusage; --isolate)",
+	sourcePhases:    "the largest of its phases' (the stores shared one process)",
+}
+
+// peakTitle introduces the peak table, saying where its figures came from.
+func peakTitle(res *results) string {
+	var phaseSrc, storeSrc []string
+	for _, ps := range res.Phases {
+		if p := sourcePhrases[ps.Memory.PeakSource]; p != "" && !slices.Contains(phaseSrc, p) {
+			phaseSrc = append(phaseSrc, p)
+		}
+	}
+	for _, si := range res.Stores {
+		if p := sourcePhrases[si.Memory.PeakSource]; p != "" && !slices.Contains(storeSrc, p) {
+			storeSrc = append(storeSrc, p)
+		}
+	}
+	t := "Peak resident memory (RSS), MiB"
+	if len(phaseSrc) > 0 {
+		t += "; per phase " + strings.Join(phaseSrc, " or ")
+	}
+	if len(storeSrc) > 0 {
+		t += "; per store " + strings.Join(storeSrc, " or ")
+	}
+	return t + ":"
+}
+
+// cpuTitle introduces the CPU table.
+const cpuTitle = "CPU time of the whole process per operation, µs (user + system; the go-ycsb client's share included, alike for every store):"
+
+// cpuTable is each store's CPU time per operation in every phase.
+func cpuTable(res *results) *pivot {
+	stores := res.storeNames()
+	t := &pivot{header: append([]string{"phase"}, stores...)}
+	for _, wl := range tableOrder(res) {
+		row := []string{shortTitle(wl)}
+		for _, s := range stores {
+			cell := "–"
+			if ps, ok := res.phase(s, wl); ok && ps.CPUPerOp > 0 {
+				cell = fmt.Sprintf("%.1f", ps.CPUPerOp)
+			}
+			row = append(row, cell)
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+// heapTitle introduces the Go heap table.
+const heapTitle = "Go heap at the phase's end, MiB (objects live or not yet swept; what the RSS holds beyond the Go runtime's memory is mostly " +
+	"C allocations — Pebble's block cache and memtables — and mmapped files; pages never written, as of badger's preallocated memtables, count here but are not resident):"
+
+// writeAmpTitle introduces the write-amplification lines.
+const writeAmpTitle = "Write amplification of the coopkv stores, (WAL + flushed + compacted bytes) ÷ WAL bytes, per phase and since the store opened:"
+
+// writeAmpLines are one line per coopkv store: its write amplification
+// per phase and since it opened, and its sizes in force.
+func writeAmpLines(res *results) []string {
+	var lines []string
+	for _, si := range res.Stores {
+		if si.Writes == nil {
+			continue
+		}
+		var per []string
+		for _, wl := range tableOrder(res) {
+			if ps, ok := res.phase(si.Name, wl); ok && ps.Writes != nil {
+				per = append(per, shortTitle(wl)+" "+ampString(ps.Writes.WriteAmp))
+			}
+		}
+		w := si.Writes
+		l := fmt.Sprintf("%s: %s; since open %s (WAL %s, flushed %s, compacted %s)",
+			si.Name, strings.Join(per, ", "), ampString(w.WriteAmp), mib(w.WALBytes), mib(w.FlushedBytes), mib(w.CompactedBytes))
+		if z := si.Sizes; z != nil {
+			l += fmt.Sprintf("; block cache %s (memtables included), memtable %s, row cache %s",
+				mib(z.BlockCacheCapacity), mib(z.MemTableSize), mib(z.RowCacheCapacity))
+		}
+		lines = append(lines, l+".")
+	}
+	return lines
 }
 
 // ratioBase is the store the markdown's ratio columns divide: the first
@@ -106,20 +339,15 @@ func ratioBase(stores []string) (string, bool) {
 	return "", false
 }
 
-// writeMarkdown writes two tables: each store's throughput per workload,
-// with the first coopkv store's throughput divided by each peer's; and
-// each operation's p99 per workload and store.
+// writeMarkdown writes four tables: each store's throughput per workload,
+// with the first coopkv store's throughput divided by each peer's; each
+// operation's p99 per workload and store; each store's peak resident set
+// per phase, with the first coopkv store's divided by the larger peer's;
+// and the Go heap at each phase's end. Then the coopkv stores' write
+// amplification, a line each.
 func writeMarkdown(w io.Writer, res *results) error {
 	stores := res.storeNames()
-	base, hasBase := ratioBase(stores)
-	var peers []string
-	if hasBase {
-		for _, s := range stores {
-			if !strings.HasPrefix(s, "coopkv") {
-				peers = append(peers, s)
-			}
-		}
-	}
+	base, peers := res.peers()
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s; %d records of %d × %d B; %d operations per workload; %d threads; %s %s/%s, %d CPUs.\n\n",
@@ -183,6 +411,20 @@ func writeMarkdown(w io.Writer, res *results) error {
 				}
 			}
 			b.WriteString("\n")
+		}
+	}
+
+	fmt.Fprintf(&b, "\n%s\n\n", cpuTitle)
+	cpuTable(res).markdown(&b)
+	peak, heap := memoryTables(res)
+	fmt.Fprintf(&b, "\n%s\n\n", peakTitle(res))
+	peak.markdown(&b)
+	fmt.Fprintf(&b, "\n%s\n\n", heapTitle)
+	heap.markdown(&b)
+	if lines := writeAmpLines(res); len(lines) > 0 {
+		fmt.Fprintf(&b, "\n%s\n\n", writeAmpTitle)
+		for _, l := range lines {
+			fmt.Fprintf(&b, "- %s\n", l)
 		}
 	}
 

@@ -24,6 +24,13 @@ type config struct {
 	markdown   bool
 	dir        string   // where the stores' temporary directories go; "" = os.TempDir()
 	props      []string // extra go-ycsb properties, name=value, for every store
+	// isolate runs each store in a child process of its own (runIsolated),
+	// so that its peak resident set is its own.
+	isolate    bool
+	cpuProfile string // "" = none; with isolate, each child writes cpuProfile.<store>
+	// child says this process is a store's child under --isolate: it
+	// writes only the JSON and its progress, no tables (hidden flag).
+	child bool
 }
 
 // runOrder is the order the workloads run in on one loaded store, YCSB's
@@ -37,10 +44,9 @@ var runOrder = []string{"a", "b", "c", "f", "d", "e"}
 // own.
 func newRootCmd() *cobra.Command {
 	var (
-		cfg        config
-		stores     string
-		workloads  string
-		cpuProfile string
+		cfg       config
+		stores    string
+		workloads string
 	)
 	cmd := &cobra.Command{
 		Use:   "ycsb",
@@ -58,8 +64,13 @@ v1.0.3's client and measurements. Results go to stdout; progress to stderr.`,
 				return err
 			}
 			cfg.workloads = inRunOrder(cfg.workloads)
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+			if cfg.child {
+				cfg.isolate = false
+			}
+			// Under --isolate the parent only waits: the children profile
+			// the stores (childArgs).
+			if cfg.cpuProfile != "" && !cfg.isolate {
+				f, err := os.Create(cfg.cpuProfile)
 				if err != nil {
 					return err
 				}
@@ -73,7 +84,7 @@ v1.0.3's client and measurements. Results go to stdout; progress to stderr.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (loads included) to `FILE`, for go tool pprof")
+	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (loads included) to `FILE`, for go tool pprof; with --isolate, one per store to FILE.<store>")
 	f.StringVar(&stores, "stores", "coopkv-mlfq,coopkv-direct,badger,bbolt", "stores to run, comma-separated: "+strings.Join(storeNames(), ", "))
 	f.StringVar(&workloads, "workloads", "a,b,c,d,e,f", "YCSB core workloads to run, comma-separated (they run in the order a,b,c,f,d,e)")
 	f.Int64Var(&cfg.records, "records", 100_000, "records loaded into each store (recordcount)")
@@ -82,8 +93,13 @@ v1.0.3's client and measurements. Results go to stdout; progress to stderr.`,
 	f.Int64Var(&cfg.fieldCount, "field-count", 10, "fields per record (fieldcount)")
 	f.Int64Var(&cfg.fieldLen, "field-length", 100, "bytes per field (fieldlength)")
 	f.StringVar(&cfg.jsonPath, "json", "", "also write the results, settings included, as JSON to this file")
-	f.BoolVar(&cfg.markdown, "markdown", false, "print markdown tables (throughput with ratios, p99 per operation) instead of the plain table")
+	f.BoolVar(&cfg.markdown, "markdown", false, "print markdown tables (throughput with ratios, p99 per operation, peak memory with ratios, Go heap) and the write-amplification lines instead of the plain tables")
 	f.StringVar(&cfg.dir, "dir", "", "directory for the stores' temporary directories (default: the system's temporary directory)")
+	f.BoolVar(&cfg.isolate, "isolate", true, "run each store in a child process of its own, so that its peak memory (getrusage) is its alone; --isolate=false runs them one after another in this process")
+	f.BoolVar(&cfg.child, childFlag, false, "run as a store's child process under --isolate: results only to --json")
+	if err := f.MarkHidden(childFlag); err != nil {
+		panic(err) // the flag was just defined
+	}
 	f.StringArrayVarP(&cfg.props, "prop", "p", nil, "extra go-ycsb property name=value for every store, e.g. -p coopkv.rowcache=-1 (repeatable)")
 	return cmd
 }
@@ -151,6 +167,9 @@ func (c *config) validate() error {
 	}
 	if c.fieldLen < 1 {
 		errs = append(errs, fmt.Errorf("--field-length %d: want at least 1", c.fieldLen))
+	}
+	if c.child && c.jsonPath == "" {
+		errs = append(errs, fmt.Errorf("--%s: want --json", childFlag))
 	}
 	for _, p := range c.props {
 		if name, _, ok := strings.Cut(p, "="); !ok || strings.TrimSpace(name) == "" {

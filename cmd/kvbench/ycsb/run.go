@@ -53,6 +53,7 @@ type results struct {
 	FieldCount int64        `json:"field_count"`
 	FieldLen   int64        `json:"field_length"`
 	Workloads  []string     `json:"workloads"` // in run order
+	Isolated   bool         `json:"isolated"`  // each store ran in a child process of its own (--isolate)
 	Stores     []storeInfo  `json:"stores"`
 	Phases     []phaseStats `json:"phases"` // per store: the load, then the workloads in run order
 }
@@ -63,20 +64,111 @@ type storeInfo struct {
 	Driver     string            `json:"driver"` // the go-ycsb binding
 	About      string            `json:"about"`
 	Properties map[string]string `json:"properties"` // the store's own, as opened (temporary paths included)
+	Memory     storeMemory       `json:"memory"`
+	// Sizes are a coopkv store's memory bounds in force, and Writes its
+	// writes from its open to the end of its last phase; nil for the
+	// other stores.
+	Sizes  *kvSizes    `json:"sizes,omitempty"`
+	Writes *writeStats `json:"writes,omitempty"`
+}
+
+// kvSizes are the sizes a coopkv store runs with, in bytes: what bounds
+// its memory besides the Go heap.
+type kvSizes struct {
+	// BlockCacheCapacity is Pebble's block cache, memtables included
+	// (Pebble reserves them in it), allocated in C as blocks are read.
+	BlockCacheCapacity int64 `json:"block_cache_capacity_bytes"`
+	// MemTableSize is one memtable; kv keeps up to four before writes
+	// stall (Pebble's MemTableStopWritesThreshold), inside the block
+	// cache's capacity.
+	MemTableSize int64 `json:"memtable_size_bytes"`
+	// RowCacheCapacity is the row cache, on the Go heap; 0 = off.
+	RowCacheCapacity int64 `json:"row_cache_capacity_bytes"`
+}
+
+// sizesOf returns the sizes in force of a store.
+func sizesOf(st kv.Stats) *kvSizes {
+	return &kvSizes{
+		BlockCacheCapacity: st.Storage.BlockCacheCapacity,
+		MemTableSize:       int64(st.Storage.MemTableSize),
+		RowCacheCapacity:   st.RowCache.Capacity,
+	}
+}
+
+// writeStats are the bytes a coopkv store wrote, over one phase
+// (phaseStats.Writes) or from its open (storeInfo.Writes).
+type writeStats struct {
+	// WALBytes is what the write-ahead log wrote: the bytes taken in.
+	WALBytes int64 `json:"wal_bytes"`
+	// FlushedBytes and CompactedBytes are what memtable flushes and
+	// compactions wrote to tables. Over a phase they include the flushes
+	// and compactions of what earlier phases wrote, if they ran then.
+	FlushedBytes   int64 `json:"flushed_bytes"`
+	CompactedBytes int64 `json:"compacted_bytes"`
+	// WriteAmp is (WALBytes + FlushedBytes + CompactedBytes) ÷ WALBytes
+	// over the same span; 0 when the WAL wrote nothing (a read-only
+	// phase).
+	WriteAmp float64 `json:"write_amp"`
+	// WriteAmpSinceOpen is Pebble's own write amplification since the
+	// store opened, at the phase's end (kv.StorageStats.WriteAmp: the same
+	// ratio, ingested tables counted in, of which this runner has none).
+	// Set on phases only.
+	WriteAmpSinceOpen float64 `json:"write_amp_since_open,omitempty"`
+}
+
+// writeAmp is (wal + flushed + compacted) ÷ wal, or 0 for no wal.
+func writeAmp(wal, flushed, compacted int64) float64 {
+	if wal <= 0 {
+		return 0
+	}
+	return float64(wal+flushed+compacted) / float64(wal)
+}
+
+// writesSinceOpen are a store's writes from its open to the snapshot st.
+func writesSinceOpen(st kv.Stats) *writeStats {
+	w := &writeStats{
+		WALBytes:       int64(st.Storage.WALBytesWritten),
+		FlushedBytes:   int64(st.Storage.FlushedBytes),
+		CompactedBytes: int64(st.Storage.CompactedBytes),
+	}
+	w.WriteAmp = writeAmp(w.WALBytes, w.FlushedBytes, w.CompactedBytes)
+	return w
+}
+
+// writeDelta returns a store's writes between two snapshots.
+func writeDelta(before, after kv.Stats) *writeStats {
+	b, a := writesSinceOpen(before), writesSinceOpen(after)
+	w := &writeStats{
+		WALBytes:          a.WALBytes - b.WALBytes,
+		FlushedBytes:      a.FlushedBytes - b.FlushedBytes,
+		CompactedBytes:    a.CompactedBytes - b.CompactedBytes,
+		WriteAmpSinceOpen: after.Storage.WriteAmp,
+	}
+	w.WriteAmp = writeAmp(w.WALBytes, w.FlushedBytes, w.CompactedBytes)
+	return w
 }
 
 // phaseStats is one store's load or one workload on it.
 type phaseStats struct {
-	Store      string    `json:"store"`
-	Workload   string    `json:"workload"`   // "load" or a … f
-	Operations int64     `json:"operations"` // records loaded, or operationcount; a read-modify-write is one
-	Elapsed    float64   `json:"elapsed_sec"`
-	OpsPerSec  float64   `json:"ops_per_sec"` // Operations / Elapsed: YCSB's overall throughput
-	Errors     int64     `json:"errors"`      // operations that failed (go-ycsb's *_ERROR)
-	Ops        []opStats `json:"ops"`
-	// Caches are a coopkv store's cache figures over the phase; nil for
-	// the other stores.
+	Store      string  `json:"store"`
+	Workload   string  `json:"workload"`   // "load" or a … f
+	Operations int64   `json:"operations"` // records loaded, or operationcount; a read-modify-write is one
+	Elapsed    float64 `json:"elapsed_sec"`
+	OpsPerSec  float64 `json:"ops_per_sec"` // Operations / Elapsed: YCSB's overall throughput
+	// CPUPerOp is the process's CPU time (user + system) over the phase ÷
+	// Operations, in µs: the go-ycsb client's share included, alike for
+	// every store. On a shared machine it moves less than throughput
+	// does, as time lost to other tenants' work is not counted; 0 where
+	// the process's CPU time cannot be read.
+	CPUPerOp float64   `json:"cpu_us_per_op"`
+	Errors   int64     `json:"errors"` // operations that failed (go-ycsb's *_ERROR)
+	Ops      []opStats `json:"ops"`
+	// Memory is the process's memory during the phase.
+	Memory memStats `json:"memory"`
+	// Caches and Writes are a coopkv store's cache lookups and writes over
+	// the phase; nil for the other stores.
 	Caches *cacheStats `json:"caches,omitempty"`
+	Writes *writeStats `json:"writes,omitempty"`
 }
 
 // cacheStats are a coopkv store's lookups in its two caches during one
@@ -165,11 +257,30 @@ func run(ctx context.Context, cfg *config, out, errOut io.Writer) error {
 		FieldCount: cfg.fieldCount,
 		FieldLen:   cfg.fieldLen,
 		Workloads:  cfg.workloads,
+		Isolated:   cfg.isolate,
 	}
-	fmt.Fprintf(errOut, "%s: %d records of %d × %d B, %d operations per workload, %d threads, workloads %s\n",
-		res.Tool, cfg.records, cfg.fieldCount, cfg.fieldLen, cfg.operations, cfg.threads, strings.Join(cfg.workloads, ","))
+	if !cfg.child { // the parent said it
+		fmt.Fprintf(errOut, "%s: %d records of %d × %d B, %d operations per workload, %d threads, workloads %s\n",
+			res.Tool, cfg.records, cfg.fieldCount, cfg.fieldLen, cfg.operations, cfg.threads, strings.Join(cfg.workloads, ","))
+	}
 	for _, name := range cfg.stores {
-		info, phases, err := runStore(ctx, cfg, name, errOut)
+		var (
+			info   storeInfo
+			phases []phaseStats
+			err    error
+		)
+		if cfg.isolate {
+			info, phases, err = runIsolated(ctx, cfg, name, errOut)
+		} else {
+			// Give back what the Go runtime holds of the store before, so
+			// that this one starts low (StartRSS says how low: C's
+			// allocator keeps some, which --isolate avoids).
+			freeMemory()
+			info, phases, err = runStore(ctx, cfg, name, errOut)
+		}
+		if err == nil && !cfg.child { // the parent sums up, with getrusage's peak
+			storeSummary(errOut, &info)
+		}
 		res.Stores = append(res.Stores, info)
 		res.Phases = append(res.Phases, phases...)
 		if err != nil {
@@ -179,6 +290,9 @@ func run(ctx context.Context, cfg *config, out, errOut io.Writer) error {
 	if cfg.jsonPath != "" {
 		if err := writeJSON(cfg.jsonPath, res); err != nil {
 			return err
+		}
+		if cfg.child {
+			return nil
 		}
 		fmt.Fprintf(errOut, "wrote %s\n", cfg.jsonPath)
 	}
@@ -200,6 +314,8 @@ func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (
 
 	sp := storeProps(s, dir, cfg.props)
 	info = storeInfo{Name: name, Driver: s.driver, About: s.about, Properties: sp}
+	start, _ := readRSS()
+	info.Memory.StartRSS = start.rss
 	p, err := phaseProps(cfg, "a", false, sp, filepath.Join(dir, "measurement-load.json"))
 	if err != nil {
 		return info, nil, err
@@ -209,6 +325,24 @@ func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (
 		return info, nil, err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
+	kdb, isKV := db.(kvStore)
+	if isKV {
+		info.Sizes = sizesOf(kdb.KV().Stats())
+		z := info.Sizes
+		fmt.Fprintf(errOut, "[%s] sizes in force: block cache %s (memtables included), memtable %s, row cache %s\n",
+			name, mib(z.BlockCacheCapacity), mib(z.MemTableSize), mib(z.RowCacheCapacity))
+	}
+	// The store's figures, from what its phases found, whichever way
+	// runStore returns.
+	defer func() {
+		info.Memory.PeakSource = sourcePhases
+		for _, ps := range phases {
+			info.Memory.PeakRSS = max(info.Memory.PeakRSS, ps.Memory.PeakRSS)
+		}
+		if isKV {
+			info.Writes = writesSinceOpen(kdb.KV().Stats())
+		}
+	}()
 
 	fmt.Fprintf(errOut, "[%s] load: %d records …\n", name, cfg.records)
 	ps, err := runPhase(ctx, p, db, name, loadPhase, cfg.records)
@@ -235,7 +369,7 @@ func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (
 
 // progress reports a finished phase on errOut.
 func progress(errOut io.Writer, ps *phaseStats) {
-	fmt.Fprintf(errOut, "[%s] %s: %.0f ops/s in %.2fs", ps.Store, ps.Workload, ps.OpsPerSec, ps.Elapsed)
+	fmt.Fprintf(errOut, "[%s] %s: %.0f ops/s in %.2fs, %.1f µs CPU/op", ps.Store, ps.Workload, ps.OpsPerSec, ps.Elapsed, ps.CPUPerOp)
 	for _, o := range ps.Ops {
 		fmt.Fprintf(errOut, ", %s p99 %dµs", o.Op, o.P99Us)
 	}
@@ -246,7 +380,41 @@ func progress(errOut io.Writer, ps *phaseStats) {
 		fmt.Fprintf(errOut, "; row cache %.0f%% of %d lookups hit, block cache %.0f%% of %d",
 			100*c.RowCacheHitRate, c.RowCacheHits+c.RowCacheMisses, 100*c.BlockCacheHitRate, c.BlockCacheHits+c.BlockCacheMisses)
 	}
+	m := &ps.Memory
+	fmt.Fprintf(errOut, "; peak RSS %s (%s; %s at the start), Go heap %s at the end",
+		mib(m.PeakRSS), m.PeakSource, mib(m.StartRSS), mib(m.GoHeap))
+	if w := ps.Writes; w != nil {
+		fmt.Fprintf(errOut, "; WAL %s, flushed %s, compacted %s, write amp %s (since open %.2f)",
+			mib(w.WALBytes), mib(w.FlushedBytes), mib(w.CompactedBytes), ampString(w.WriteAmp), w.WriteAmpSinceOpen)
+	}
 	fmt.Fprintln(errOut)
+}
+
+// storeSummary reports a finished store's memory, and a coopkv store's
+// sizes and writes, on errOut.
+func storeSummary(errOut io.Writer, info *storeInfo) {
+	fmt.Fprintf(errOut, "[%s] peak RSS %s (%s), %s before it opened", info.Name,
+		mib(info.Memory.PeakRSS), info.Memory.PeakSource, mib(info.Memory.StartRSS))
+	if z := info.Sizes; z != nil {
+		fmt.Fprintf(errOut, "; block cache %s, memtable %s, row cache %s",
+			mib(z.BlockCacheCapacity), mib(z.MemTableSize), mib(z.RowCacheCapacity))
+	}
+	if w := info.Writes; w != nil {
+		fmt.Fprintf(errOut, "; since open: WAL %s, flushed %s, compacted %s, write amp %s",
+			mib(w.WALBytes), mib(w.FlushedBytes), mib(w.CompactedBytes), ampString(w.WriteAmp))
+	}
+	fmt.Fprintln(errOut)
+}
+
+// mib formats a size in bytes as MiB.
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// ampString formats a write amplification, "–" for none (no WAL bytes).
+func ampString(a float64) string {
+	if a == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", a)
 }
 
 // runPhase runs one phase with go-ycsb's client (load when p's
@@ -273,12 +441,21 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 	if isKV {
 		before = kdb.KV().Stats()
 	}
+	mem := startMemSampler(sampleEvery)
 	start := time.Now()
+	cpu0 := processCPU()
 	c.Run(ctx)
 	elapsed := time.Since(start)
-	var caches *cacheStats
+	cpu := processCPU() - cpu0
+	memory := mem.end()
+	var (
+		caches *cacheStats
+		writes *writeStats
+	)
 	if isKV {
-		caches = cacheDelta(before, kdb.KV().Stats())
+		after := kdb.KV().Stats()
+		caches = cacheDelta(before, after)
+		writes = writeDelta(before, after)
 	}
 	if err := context.Cause(ctx); err != nil {
 		return phaseStats{}, fmt.Errorf("workload %s: %w", name, err)
@@ -294,9 +471,12 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 		Operations: ops,
 		Elapsed:    elapsed.Seconds(),
 		OpsPerSec:  float64(ops) / elapsed.Seconds(),
+		CPUPerOp:   float64(cpu.Nanoseconds()) / 1e3 / float64(max(ops, 1)),
 		Errors:     errs,
 		Ops:        ops2,
+		Memory:     memory,
 		Caches:     caches,
+		Writes:     writes,
 	}, nil
 }
 
