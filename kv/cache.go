@@ -34,12 +34,8 @@ type rowCache struct {
 	seed maphash.Seed
 	gens []atomic.Uint64
 	mask uint64
-	door doorkeeper
 
 	hits, misses, evictions atomic.Int64
-	// firstTouches counts the misses not cached because their key had not
-	// missed lately (see doorkeeper).
-	firstTouches atomic.Int64
 }
 
 const (
@@ -77,8 +73,7 @@ func stripesFor(size int64) int {
 func newRowCache(size int64) (*rowCache, error) {
 	n := stripesFor(size)
 	rc := &rowCache{seed: maphash.MakeSeed(), gens: make([]atomic.Uint64, n), mask: uint64(n - 1)}
-	rc.door.init(n * doorBitsPerStripe)
-	size = max(size-int64(n)*8-int64(len(rc.door.words))*8, 1)
+	size = max(size-int64(n)*8, 1)
 	c, err := ristretto.NewCache(&ristretto.Config[[]byte, *cacheEntry]{
 		// Ten counters per entry that fits, at ~200 bytes an entry.
 		NumCounters:        max(size/200*10, 1000),
@@ -128,29 +123,6 @@ func (rc *rowCache) put(key, val []byte, gen uint64) bool {
 	if gen&inFlightMask != 0 || rc.stripe(key).Load() != gen {
 		return false
 	}
-	return rc.set(key, val, gen)
-}
-
-// admit is put for a value read after a miss: a key is cached only on its
-// second miss within the doorkeeper's window, so that keys read once do
-// not each cost a cache insert and evict a hot entry.
-func (rc *rowCache) admit(key, val []byte, gen uint64) bool {
-	if gen&inFlightMask != 0 {
-		return false
-	}
-	h := maphash.Bytes(rc.seed, key)
-	if rc.gens[h&rc.mask].Load() != gen {
-		return false
-	}
-	if !rc.door.touch(h) {
-		rc.firstTouches.Add(1)
-		return false
-	}
-	return rc.set(key, val, gen)
-}
-
-// set inserts key's value, read at stripe word gen.
-func (rc *rowCache) set(key, val []byte, gen uint64) bool {
 	buf := make([]byte, len(key)+len(val))
 	copy(buf, key)
 	copy(buf[len(key):], val)
@@ -188,51 +160,3 @@ func (rc *rowCache) written(key, val []byte, del bool, gen uint64) {
 }
 
 func (rc *rowCache) close() { rc.c.Close() }
-
-// doorBitsPerStripe sizes the doorkeeper: 8 bits per stripe, i.e. about 16
-// per entry the cache can hold (at ~256 bytes an entry; more per entry for
-// larger values), 1 byte per 128 bytes of cache.
-const doorBitsPerStripe = 8
-
-// doorkeeper remembers, approximately, which keys have missed lately: a bit
-// per hash in a bitmap that is cleared once an eighth of its bits have been
-// set (TinyLFU's doorkeeper, as Caffeine and ristretto's own admission
-// policy keep one). The row cache admits a key on its second miss within
-// that window. Measured (README, Benchmarks): admitting on every miss cost
-// YCSB C and B more than the cache gave back, as each miss made a ristretto
-// Set (a copy, an allocation, a trip through its buffers and policy
-// goroutine) that a skewed-but-wide workload mostly evicted unread.
-//
-// Races are harmless: a lost bit admits a key one miss later, a bit that
-// survives a clear admits it one miss earlier.
-type doorkeeper struct {
-	words []atomic.Uint64
-	mask  uint64 // bit index mask
-	set   atomic.Int64
-	limit int64
-}
-
-func (d *doorkeeper) init(bits int) {
-	d.words = make([]atomic.Uint64, max(bits/64, 1))
-	d.mask = uint64(len(d.words)*64 - 1)
-	d.limit = int64(len(d.words) * 64 / 8)
-}
-
-// touch records a miss of the key that hashes to h and reports whether it
-// had missed already within the window.
-func (d *doorkeeper) touch(h uint64) bool {
-	// The high bits: the low ones pick the key's stripe.
-	i := (h >> 32) & d.mask
-	w, b := &d.words[i>>6], uint64(1)<<(i&63)
-	if w.Load()&b != 0 {
-		return true
-	}
-	w.Or(b)
-	if d.set.Add(1) == d.limit {
-		for j := range d.words {
-			d.words[j].Store(0)
-		}
-		d.set.Store(0)
-	}
-	return false
-}

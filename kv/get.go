@@ -109,7 +109,7 @@ func (db *DB) readStorage(key []byte, gen uint64) ([]byte, error) {
 	}
 	_ = closer.Close()
 	if db.cache != nil {
-		db.cache.admit(key, val, gen)
+		db.cache.put(key, val, gen)
 	}
 	return val, nil
 }

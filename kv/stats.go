@@ -20,14 +20,11 @@ type Stats struct {
 type RowCacheStats struct {
 	Enabled bool `json:"enabled"`
 	// Capacity is the cache's size in force, in bytes (Options.RowCacheSize).
-	Capacity  int64 `json:"capacity"`
-	Hits      int64 `json:"hits"`
-	Misses    int64 `json:"misses"` // stale entries (older than a write) count as misses
-	Evictions int64 `json:"evictions"`
-	// FirstTouches counts misses whose value was not cached because the
-	// key had not missed lately: a key is cached on its second miss.
-	FirstTouches int64   `json:"first_touches"`
-	HitRate      float64 `json:"hit_rate"`
+	Capacity  int64   `json:"capacity"`
+	Hits      int64   `json:"hits"`
+	Misses    int64   `json:"misses"` // stale entries (older than a write) count as misses
+	Evictions int64   `json:"evictions"`
+	HitRate   float64 `json:"hit_rate"`
 }
 
 // StorageStats is a short summary of Pebble's state.
@@ -75,7 +72,7 @@ func (db *DB) Stats() Stats {
 		s.Groups = db.groups.Stats()
 	}
 	if c := db.cache; c != nil {
-		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), FirstTouches: c.firstTouches.Load()}
+		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load()}
 		s.RowCache.HitRate = rate(s.RowCache.Hits, s.RowCache.Misses)
 	}
 	if err := db.enter(); err != nil {
