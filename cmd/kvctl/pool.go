@@ -23,6 +23,21 @@ type poolReport struct {
 	// LevelShares is each queue level's share of the step time so far
 	// (its time ÷ every level's); nil before the first step.
 	LevelShares []float64 `json:"level_shares"`
+	// Caches are the store's caches: their sizes in force and hits.
+	Caches caches `json:"caches"`
+}
+
+// caches are the sizes in force of a running store's caches and memtable,
+// with their hit rates: what a read costs depends on them more than on
+// the scheduler.
+type caches struct {
+	BlockCacheCapacity int64   `json:"block_cache_capacity"`
+	BlockCacheBytes    int64   `json:"block_cache_bytes"`
+	BlockCacheHitRate  float64 `json:"block_cache_hit_rate"`
+	MemTableSize       uint64  `json:"memtable_size"`
+	RowCache           bool    `json:"row_cache"`
+	RowCacheCapacity   int64   `json:"row_cache_capacity"`
+	RowCacheHitRate    float64 `json:"row_cache_hit_rate"`
 }
 
 // newPoolCmd builds "kvctl pool" (GET /stats).
@@ -46,8 +61,12 @@ func newPoolCmd(out *output) *cobra.Command {
     pool started;
   long steps (past the stuck threshold), preempted steps, yields,
     caller hand-offs (a worker gave its P to the Get caller its step
-    readied), and steps run by their consumer (a quick scan reader filling
-    its own next batches while a worker was idle).
+    readied), steps run by their consumer (a quick scan reader filling
+    its own next batches while a worker was idle), and steps run by the
+    spare workers (point reads stepped while every worker was busy);
+  the caches in force: the block cache's capacity (memtables included),
+    what it holds and its hit rate, the memtable size, and the row
+    cache's capacity and hit rate.
 
 With the direct scheduler reads run on their callers' goroutines and
 there is no pool to show.`,
@@ -60,7 +79,11 @@ there is no pool to show.`,
 			if err := lf.call(cmd.Context(), "GET", "/stats", nil, &st); err != nil {
 				return err
 			}
-			rep := poolReport{Scheduler: st.Scheduler, Closed: st.Closed, Pool: st.Pool}
+			rep := poolReport{Scheduler: st.Scheduler, Closed: st.Closed, Pool: st.Pool, Caches: caches{
+				BlockCacheCapacity: st.Storage.BlockCacheCapacity, BlockCacheBytes: st.Storage.BlockCacheBytes,
+				BlockCacheHitRate: st.Storage.BlockCacheHitRate, MemTableSize: st.Storage.MemTableSize,
+				RowCache: st.RowCache.Enabled, RowCacheCapacity: st.RowCache.Capacity, RowCacheHitRate: st.RowCache.HitRate,
+			}}
 			if st.Pool != nil {
 				rep.LevelShares = levelShares(st.Pool.Queue.Levels)
 			}
@@ -100,7 +123,7 @@ func printPool(w io.Writer, r *poolReport) error {
 	p := r.Pool
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scheduler\t%s (queue %s)%s\n", r.Scheduler, p.Queue.Kind, closedNote(r.Closed))
-	fmt.Fprintf(tw, "workers\t%d: busy %d, parked %d, extra %d\n", p.Workers, p.Busy, p.Parked, p.Extra)
+	fmt.Fprintf(tw, "workers\t%d: busy %d, parked %d, extra %d, spare %d\n", p.Workers, p.Busy, p.Parked, p.Extra, p.Spares)
 	fmt.Fprintf(tw, "tasks now\tqueued %d, held %d, running %d, pending %d\n", p.Queued, p.Held, p.Running, p.Pending)
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "level\tqueued\tshare of step time\tsteps")
@@ -126,7 +149,15 @@ func printPool(w io.Writer, r *poolReport) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", d.name, shortDur(d.s.P50), shortDur(d.s.P99), shortDur(d.s.Max), d.s.Count)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "steps\t%d: long %d, preempted %d, yields %d, caller hand-offs %d, stepped by their consumer %d\n", p.Steps, p.LongSteps, p.Preempted, p.Yields, p.CallerHandoffs, p.SteppedHere)
+	fmt.Fprintf(tw, "steps\t%d: long %d, preempted %d, yields %d, caller hand-offs %d, stepped by their consumer %d, by the spares %d\n", p.Steps, p.LongSteps, p.Preempted, p.Yields, p.CallerHandoffs, p.SteppedHere, p.SpareSteps)
+	fmt.Fprintln(tw)
+	c := &r.Caches
+	fmt.Fprintf(tw, "block cache\t%s of %s (memtables of %s included), hit rate %s\n", size(c.BlockCacheBytes), size(c.BlockCacheCapacity), size(int64(c.MemTableSize)), percent(c.BlockCacheHitRate))
+	if c.RowCache {
+		fmt.Fprintf(tw, "row cache\t%s, hit rate %s\n", size(c.RowCacheCapacity), percent(c.RowCacheHitRate))
+	} else {
+		fmt.Fprintln(tw, "row cache\toff")
+	}
 	return tw.Flush()
 }
 

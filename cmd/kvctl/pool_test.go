@@ -43,15 +43,22 @@ func TestPool(t *testing.T) {
 	assert.LessOrEqual(t, p.StepTime.P99, p.StepTime.Max)
 	assert.Positive(t, p.StepTime.Max)
 	assert.NotEmpty(t, p.QueueWait.Buckets)
+	assert.Equal(t, 1, p.Spares)
+	c := rep.Caches
+	assert.Equal(t, db.Options().CacheSize, c.BlockCacheCapacity)
+	assert.Positive(t, c.MemTableSize)
+	assert.False(t, c.RowCache, "liveStore turns it off")
 
 	out := kvctl(t, "pool", "--addr", addr).ok(t)
 	for _, s := range []string{
 		"scheduler  mlfq (queue mlfq)", "workers", "busy", "parked", "extra",
 		"share of step time", "chance (target)", "rejected_busy", "inline",
 		"queue wait", "step time", "p99", "long", "preempted", "yields", "bypassed", "caller hand-offs", "stepped by their consumer",
+		"by the spares", "spare 1", "block cache",
 	} {
 		assert.Contains(t, out, s)
 	}
+	assert.Regexp(t, `row cache\s+off\n`, out)
 }
 
 func TestPool_Direct(t *testing.T) {
