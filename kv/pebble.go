@@ -11,8 +11,8 @@ const (
 	maxMemTableSize = 64 << 20
 	// indexBlockSize keeps a table's index in one block (see tunePebble).
 	indexBlockSize = 256 << 10
-	memTableShare   = 8 // a memtable is this fraction of the block cache
-	memTables       = 4 // memtables, the mutable one included, before writes stall
+	memTableShare  = 8 // a memtable is this fraction of the block cache
+	memTables      = 4 // memtables, the mutable one included, before writes stall
 )
 
 // memTableSize is the memtable size for a block cache of cacheSize bytes.
