@@ -64,11 +64,11 @@ type Options struct {
 	// run their first step on their callers' goroutines meanwhile
 	// (readpool.Options.MaxTasks).
 	MaxTasks int
-	// TimeSlice is how long a read runs before it yields; 0 = 1 ms. It
-	// also bounds how long a worker keeps its P from the program's other
-	// goroutines, timers included: beside 8 scans, a client Get due on a
-	// timer waited ~150 µs at the median at 1 ms and ~50 µs at 250 µs, at
-	// no cost in scan throughput on 2 CPUs (README, Benchmarks).
+	// TimeSlice is how long a read runs before it yields; 0 = 1 ms. A
+	// worker gives its P back to the program's other goroutines, timers
+	// included, every quarter slice or 100 µs, whichever is less: beside
+	// 32 scans a Get due on a timer waited ~80 µs at the median, where a
+	// quarter slice alone left it ~150 µs (README, Benchmarks).
 	TimeSlice time.Duration
 	// ResourceControl schedules reads by resource group
 	// (DB.ResourceGroups, WithResourceGroup) with the priority scheduler,
