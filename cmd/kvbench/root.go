@@ -143,8 +143,13 @@ The groups workloads always run once, with resource control, on the
 priority scheduler, whatever --schedulers says; --schedulers applies to
 the other workloads (on priority, every read is in the default group).
 
-The store: --workers, --max-tasks and --time-slice size the read pool,
---row-cache the cache in front of Get (0 turns it off). Writes are not
+The store: --workers, --max-tasks and --time-slice size the read pool
+(beside --workers, one spare worker steps point reads while every worker
+is busy; workers hand their P back to Go every quarter slice or 100 µs),
+--row-cache the cache in front of Get (0 turns it off). Pebble's block
+cache takes kv's default: a quarter of the memory the process may use
+(its cgroup limit, else the machine's), within 64 MiB and 8 GiB, which
+holds kvbench's keys; tables keep a one-level index. Writes are not
 synced unless --sync, as in the YCSB comparison: a crash may lose the last
 writes, and kvbench's store is regenerated anyway.
 
