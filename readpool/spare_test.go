@@ -137,10 +137,36 @@ func TestSpare_LeavesEverythingButPointReadsToTheWorkers(t *testing.T) {
 	})
 }
 
+// With only point reads live, the workers batch them; the spare sleeps.
+func TestSpare_NotWithOnlyPointReadsLive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, Options{Workers: 1, LongStep: time.Hour})
+		synctest.Wait()
+		ch := make(chan struct{})
+		blocker, blockerDone, started := blockingTask(ch)
+		require.NoError(t, p.Go(context.Background(), blocker, SpawnOptions{Short: true}))
+		<-started
+		task, done := readyTask()
+		require.NoError(t, p.Go(context.Background(), task, SpawnOptions{Short: true}))
+		synctest.Wait()
+		st := p.Stats()
+		assert.Equal(t, 1, st.Queued, "waits for the worker")
+		assert.Zero(t, st.SpareSteps)
+		close(ch)
+		require.NoError(t, <-blockerDone)
+		require.NoError(t, <-done)
+		assert.Zero(t, p.Stats().SpareSteps)
+	})
+}
+
 // A spare takes nothing while a worker is parked: the worker is woken.
 func TestSpare_OnlyWhenNoWorkerIsFree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPool(t, Options{Workers: 2})
+		// A scan waiting for its consumer: live, so a spare may be woken.
+		scan, _ := doneTask(func(*StepContext) Status { return Pending })
+		_, err := p.Spawn(context.Background(), scan, SpawnOptions{})
+		require.NoError(t, err)
 		synctest.Wait()
 		for range 10 {
 			task, done := readyTask()
