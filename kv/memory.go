@@ -58,11 +58,6 @@ func cgroupLimit(root fs.FS) int64 {
 		return 0
 	}
 	var best int64
-	take := func(l int64) {
-		if l > 0 && l < noLimit && (best == 0 || l < best) {
-			best = l
-		}
-	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		// hierarchy-id:controllers:path
@@ -72,10 +67,19 @@ func cgroupLimit(root fs.FS) int64 {
 		}
 		switch {
 		case parts[0] == "0" && parts[1] == "": // v2
-			take(walkLimit(root, "sys/fs/cgroup", parts[2], "memory.max"))
+			best = tighter(best, walkLimit(root, "sys/fs/cgroup", parts[2], "memory.max"))
 		case hasController(parts[1], "memory"): // v1
-			take(walkLimit(root, "sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes"))
+			best = tighter(best, walkLimit(root, "sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes"))
 		}
+	}
+	return best
+}
+
+// tighter is the tighter of limits best and l, where 0 is none and values
+// at or past noLimit mean none too.
+func tighter(best, l int64) int64 {
+	if l > 0 && l < noLimit && (best == 0 || l < best) {
+		return l
 	}
 	return best
 }
@@ -97,8 +101,8 @@ func walkLimit(root fs.FS, mount, cg, file string) int64 {
 		data, err := fs.ReadFile(root, strings.TrimSuffix(mount+dir, "/")+"/"+file)
 		if err == nil {
 			s := strings.TrimSpace(string(data))
-			if l, err := strconv.ParseInt(s, 10, 64); err == nil && l > 0 && l < noLimit && (best == 0 || l < best) {
-				best = l
+			if l, err := strconv.ParseInt(s, 10, 64); err == nil {
+				best = tighter(best, l)
 			}
 		}
 		if dir == "/" {

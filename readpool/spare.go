@@ -13,10 +13,11 @@ package readpool
 //
 // A spare is a worker beyond Workers that sleeps until urgent work finds
 // every worker busy while scans are live (a closed loop of Gets alone is
-// served better by the workers, see wakeSpareLocked). The spawner that queues it then wakes a sleeping
-// spare; a goroutine readied so goes to the spawner's P as its next to run,
-// and the spawner, a Get's caller, blocks on its result at once, so the
-// spare steps the Get without any trip through the global queue. A spare
+// served better by the workers, see wakeSpareLocked). The spawner that
+// queues it then wakes a sleeping spare; a goroutine readied so goes to the
+// spawner's P as its next to run, and the spawner, a Get's caller, blocks
+// on its result at once, so the spare steps the Get without any trip
+// through the global queue. A spare
 // steps only what the queue's PopUrgent gives, so the pool runs at most
 // Workers steps of other work at once as before; and it never hands its P
 // over between steps: it sleeps when urgent work runs out, and sleeping
@@ -35,10 +36,10 @@ func (p *Pool) startSpares() {
 	}
 	p.urgent = up
 	for range max(p.opts.Spares, 0) {
-		w := &worker{wake: make(chan struct{}, 1), spare: true}
+		w := &worker{wake: make(chan struct{}, 1)}
 		p.spares = append(p.spares, w)
 		p.wg.Add(1)
-		go p.workSpare(w, up)
+		go p.workSpare(w)
 	}
 }
 
@@ -71,7 +72,7 @@ const spareRun = defaultHandoffDelay
 
 // workSpare is a spare's loop: pop urgent work, step it, sleep when there
 // is none (or after spareRun of stepping).
-func (p *Pool) workSpare(w *worker, up UrgentPopper) {
+func (p *Pool) workSpare(w *worker) {
 	defer p.wg.Done()
 	s := &w.own
 	var last *Handle
@@ -85,16 +86,12 @@ func (p *Pool) workSpare(w *worker, up UrgentPopper) {
 			last = nil
 			// A task it stepped that goes on is queued for whoever is free:
 			// it may have left level 0, and a parked worker must hear of it.
-			wk, stop := p.fileLocked(h, &r, true)
-			if stop != nil {
+			if wk, stop := p.fileLocked(h, &r, true); wk != nil || stop != nil {
 				p.mu.Unlock()
 				signal(wk)
-				p.complete(h, stop, &s.stats.completed)
-				p.recycle(h)
-				p.mu.Lock()
-			} else if wk != nil {
-				p.mu.Unlock()
-				signal(wk)
+				if stop != nil {
+					p.endStopped(s, h, stop)
+				}
 				p.mu.Lock()
 			}
 		}
@@ -109,7 +106,7 @@ func (p *Pool) workSpare(w *worker, up UrgentPopper) {
 		var h *Handle
 		var stop error
 		if now-awake < spareRun {
-			h, stop = p.takeLocked(up.PopUrgent(now), now)
+			h, stop = p.takeLocked(p.urgent.PopUrgent(now), now)
 		}
 		if stop != nil {
 			p.mu.Unlock()

@@ -41,7 +41,6 @@ type worker struct {
 	lend   atomic.Uint32
 	wake   chan struct{} // capacity 1: whoever moves lend to lendAwake sends once
 	extra  bool
-	spare  bool // a spare worker (spare.go): never lent, never extra
 	parked bool // in Pool.parked; under Pool.mu
 }
 
