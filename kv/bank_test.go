@@ -87,6 +87,7 @@ func TestBank_ReadersSeeEveryBatchWhole(t *testing.T) {
 	}{
 		{"mlfq", Options{Scheduler: SchedulerMLFQ}},
 		{"fifo", Options{Scheduler: SchedulerFIFO}},
+		{"steal", Options{Scheduler: SchedulerWorkStealing}},
 		{"direct", Options{Scheduler: SchedulerDirect}},
 		{"resource-control", Options{ResourceControl: true}},
 	} {

@@ -182,6 +182,8 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, close
 		switch o.Scheduler {
 		case SchedulerFIFO:
 			po.Queue = readpool.NewFIFO()
+		case SchedulerWorkStealing:
+			po.Queue = readpool.NewWorkStealing()
 		case SchedulerPriority:
 			db.sched = resource.NewScheduler(db.groups)
 			po.Queue, po.Accountant = db.sched, db.sched

@@ -21,6 +21,10 @@ const (
 	SchedulerFIFO     Scheduler = "fifo"     // baseline, for comparison
 	SchedulerPriority Scheduler = "priority" // implied by ResourceControl
 	SchedulerDirect   Scheduler = "direct"   // no pool: reads run on the caller's goroutine (baseline)
+	// SchedulerWorkStealing is YATP's single-level queue (FIFO order,
+	// workers take batches into local queues and steal from each other):
+	// a baseline for the cost of dispatch, with FIFO's blindness to scans.
+	SchedulerWorkStealing Scheduler = "steal"
 )
 
 // Options configures a store. A nil *Options, and every zero field, means
@@ -76,7 +80,7 @@ type Options struct {
 	// limits and a class each.
 	ResourceControl bool
 	// Scheduler is "" (mlfq, or priority with ResourceControl), mlfq,
-	// fifo or direct.
+	// fifo, steal or direct.
 	Scheduler Scheduler
 	// Logger receives Pebble's log lines and the events that need an
 	// operator: background errors (a failed flush or compaction) and data
@@ -143,9 +147,9 @@ func (o *Options) validate() error {
 		errs = append(errs, fmt.Errorf("kv: %w", err))
 	}
 	switch o.Scheduler {
-	case "", SchedulerMLFQ, SchedulerFIFO, SchedulerDirect, SchedulerPriority:
+	case "", SchedulerMLFQ, SchedulerFIFO, SchedulerDirect, SchedulerPriority, SchedulerWorkStealing:
 	default:
-		errs = append(errs, fmt.Errorf("kv: unknown scheduler %q (want %s, %s, %s or %s)", o.Scheduler, SchedulerMLFQ, SchedulerFIFO, SchedulerPriority, SchedulerDirect))
+		errs = append(errs, fmt.Errorf("kv: unknown scheduler %q (want %s, %s, %s, %s or %s)", o.Scheduler, SchedulerMLFQ, SchedulerFIFO, SchedulerPriority, SchedulerWorkStealing, SchedulerDirect))
 	}
 	if o.ResourceControl && o.Scheduler != "" && o.Scheduler != SchedulerPriority {
 		errs = append(errs, fmt.Errorf("kv: resource control schedules with the %q scheduler, not %q", SchedulerPriority, o.Scheduler))

@@ -43,7 +43,7 @@ type noopTask struct{ wg *sync.WaitGroup }
 func (t *noopTask) Step(*StepContext) Status { return Ready }
 func (t *noopTask) Done(error)               { t.wg.Done() }
 
-func benchPool(b *testing.B, q Queue, inline bool) {
+func benchPool(b *testing.B, q Queue, o SpawnOptions) {
 	// MaxTasks 1024 matches the channel pool's buffer: the same backpressure.
 	p, err := New(Options{Workers: 2, Queue: q, MaxTasks: 1024})
 	if err != nil {
@@ -57,7 +57,7 @@ func benchPool(b *testing.B, q Queue, inline bool) {
 	wg.Add(b.N)
 	runSubmitters(b, func() {
 		for {
-			err := p.Go(ctx, task, SpawnOptions{Inline: inline})
+			err := p.Go(ctx, task, o)
 			if err == nil {
 				return
 			}
@@ -73,9 +73,13 @@ func benchPool(b *testing.B, q Queue, inline bool) {
 }
 
 func BenchmarkDispatch(b *testing.B) {
-	b.Run("pool-mlfq-inline", func(b *testing.B) { benchPool(b, nil, true) })
-	b.Run("pool-mlfq", func(b *testing.B) { benchPool(b, nil, false) })
-	b.Run("pool-fifo", func(b *testing.B) { benchPool(b, NewFIFO(), false) })
+	b.Run("pool-mlfq-inline", func(b *testing.B) { benchPool(b, nil, SpawnOptions{Inline: true}) })
+	b.Run("pool-mlfq", func(b *testing.B) { benchPool(b, nil, SpawnOptions{}) })
+	// Point reads (as a Get spawns them), which MLFQ workers take in
+	// batches (Batcher).
+	b.Run("pool-mlfq-short", func(b *testing.B) { benchPool(b, nil, SpawnOptions{Short: true}) })
+	b.Run("pool-fifo", func(b *testing.B) { benchPool(b, NewFIFO(), SpawnOptions{}) })
+	b.Run("pool-steal", func(b *testing.B) { benchPool(b, NewWorkStealing(), SpawnOptions{}) })
 	b.Run("chan-pool", func(b *testing.B) {
 		ch := make(chan func(), 1024)
 		var workers sync.WaitGroup

@@ -217,7 +217,6 @@ func (q *MLFQ) popLevel(lv int) *Entry {
 	return e
 }
 
-// Remove implements Queue.
 // PopUrgent implements UrgentPopper: the next point read that has not run
 // yet, whatever the levels' shares say (the spare workers that call it add
 // capacity for point reads beside the workers; they take nothing from the
@@ -232,6 +231,17 @@ func (q *MLFQ) PopUrgent(time.Duration) *Entry {
 // Urgent implements UrgentPopper: the point reads queued.
 func (q *MLFQ) Urgent() int { return q.points.Len() }
 
+// PopBatch implements Batcher: after a point read that has not run, more
+// of them (PopUrgent), which go ahead of everything else anyway; after
+// anything else, nothing, so that the levels' shares decide every pop.
+func (q *MLFQ) PopBatch(first *Entry, now time.Duration) *Entry {
+	if !first.Short || first.Elapsed != 0 || first.Class != 0 {
+		return nil
+	}
+	return q.PopUrgent(now)
+}
+
+// Remove implements Queue.
 func (q *MLFQ) Remove(e *Entry) bool {
 	if !e.Unlink() {
 		return false

@@ -203,6 +203,7 @@ type Pool struct {
 	spares      []*worker
 	spareParked []*worker
 	urgent      UrgentPopper // q, when it is one and spares run
+	batcher     Batcher      // q, when it is one: workers take batches (local.go)
 	// extraWorkers are the live extra workers, whose figures Stats adds
 	// to the workers' until they retire into retired.
 	extraWorkers map[*worker]struct{}
@@ -268,6 +269,7 @@ func New(opts Options) (*Pool, error) {
 	if p.pre == nil {
 		return nil, errors.New("readpool: the queue returned a nil Preemption")
 	}
+	p.batcher, _ = opts.Queue.(Batcher)
 	if k, ok := opts.Queue.(Kickable); ok {
 		k.SetKick(p.Kick)
 	}
@@ -276,8 +278,10 @@ func New(opts Options) (*Pool, error) {
 	p.waiting.waitNext, p.waiting.waitPrev = &p.waiting, &p.waiting
 	p.workers = make([]*worker, opts.Workers)
 	for i := range p.workers {
-		w := &worker{wake: make(chan struct{}, 1)}
-		p.workers[i] = w
+		p.workers[i] = &worker{wake: make(chan struct{}, 1)}
+	}
+	// Started once all exist: a worker that steals reads the list.
+	for _, w := range p.workers {
 		p.wg.Add(1)
 		go p.work(w)
 	}

@@ -96,6 +96,20 @@ type UrgentPopper interface {
 	Urgent() int
 }
 
+// Batcher is a Queue whose workers take work in batches, as YATP's do: a
+// worker that popped first asks PopBatch for more, up to a few, takes them
+// into its own local queue and steps them one after another without the
+// pool's lock in between; an idle worker steals half of a busy one's local
+// queue (see local.go). A task in a local queue has been popped: it is no
+// longer in Len and its Done follows its step as usual. Batches trade the
+// queue's order within a batch for one lock per batch: give only work
+// whose steps are short. Spare workers neither take batches nor steal.
+type Batcher interface {
+	// PopBatch pops the next entry to step after first on the same
+	// worker, or nil to take no more with it. It sets the entry's Class.
+	PopBatch(first *Entry, now time.Duration) *Entry
+}
+
 // Kickable is implemented by a queue whose policy can change from outside
 // the pool, such as a resource group's limit: New gives it Pool.Kick, to
 // call after such a change so that tasks it holds back are looked at again
@@ -432,4 +446,29 @@ func (q *FIFO) Stats() QueueStats {
 		Level0Share: 1,
 		Chance:      1,
 	}
+}
+
+// WorkStealing is YATP's single-level queue: tasks spawned or requeued
+// enter one shared FIFO (YATP's injector), and a worker takes up to a
+// batch of them at a time into its own local queue, steps that first, and
+// steals half of another worker's local queue when the shared one is empty
+// (Batcher; see local.go). Like FIFO it knows no levels or priorities: it
+// exists to measure the cost of dispatch against FIFO and a channel, the
+// shape the MLFQ carries for its point reads.
+type WorkStealing struct {
+	FIFO
+}
+
+// NewWorkStealing returns an empty work-stealing queue.
+func NewWorkStealing() *WorkStealing { return &WorkStealing{FIFO: FIFO{pre: NewPreemption()}} }
+
+// PopBatch implements Batcher: the next entry in arrival order, whatever
+// it is.
+func (q *WorkStealing) PopBatch(_ *Entry, now time.Duration) *Entry { return q.Pop(now) }
+
+// Stats implements Queue.
+func (q *WorkStealing) Stats() QueueStats {
+	s := q.FIFO.Stats()
+	s.Kind = "work-stealing"
+	return s
 }

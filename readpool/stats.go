@@ -48,6 +48,11 @@ type Stats struct {
 	Wakes     int64 `json:"wakes"`
 	LongSteps int64 `json:"long_steps"`
 	Preempted int64 `json:"preempted"` // steps cut short at a unit boundary for more urgent work (the queue's hint)
+	// Batched counts the tasks workers took into their local queues
+	// behind the one they popped, and Stolen those idle workers took from
+	// another's local queue (Batcher).
+	Batched int64 `json:"batched"`
+	Stolen  int64 `json:"stolen"`
 	// CallerHandoffs counts the times a worker gave its P to the caller
 	// its step's completion readied (Awaited).
 	CallerHandoffs int64 `json:"caller_handoffs"`
@@ -141,6 +146,8 @@ func (p *Pool) Stats() Stats {
 	s.LongSteps = p.longSteps.Load()
 	s.Preempted = p.preempted.Load()
 	s.CallerHandoffs = agg.handoffs.Load()
+	s.Batched = agg.batched.Load()
+	s.Stolen = agg.stolen.Load()
 	s.QueueWait = summary(&agg.wait)
 	s.StepTime = summary(&agg.step)
 	return s

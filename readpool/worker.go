@@ -41,7 +41,8 @@ type worker struct {
 	lend   atomic.Uint32
 	wake   chan struct{} // capacity 1: whoever moves lend to lendAwake sends once
 	extra  bool
-	parked bool // in Pool.parked; under Pool.mu
+	parked bool       // in Pool.parked; under Pool.mu
+	local  localQueue // tasks taken in a batch, or stolen (see local.go)
 }
 
 type workerStats struct {
@@ -50,6 +51,8 @@ type workerStats struct {
 	completed               atomic.Int64 // tasks ended by a step on this slot
 	handoffs                atomic.Int64 // Ps given to a caller a completion readied
 	here                    atomic.Int64 // steps run by the goroutine awaiting them (StepHere)
+	batched                 atomic.Int64 // tasks taken into the local queue with another
+	stolen                  atomic.Int64 // tasks stolen from another worker's local queue
 	wait, step              hist.Histogram
 }
 
@@ -61,6 +64,8 @@ func (s *workerStats) add(o *workerStats) {
 	s.completed.Add(o.completed.Load())
 	s.handoffs.Add(o.handoffs.Load())
 	s.here.Add(o.here.Load())
+	s.batched.Add(o.batched.Load())
+	s.stolen.Add(o.stolen.Load())
 	s.wait.Merge(&o.wait)
 	s.step.Merge(&o.step)
 }
@@ -130,17 +135,20 @@ func (p *Pool) removeParkedLocked(w *worker) {
 // futex sleep and wake-up; the worker's slot stays lendable while it spins.
 const spinBeforePark = 4
 
-// work is a worker's loop: file the last step's task and pop the next under
-// one lock, step it, cooperate with Go's scheduler, park when there is
-// nothing to do. An extra worker exits instead of parking, and as soon as
-// there are more extras than stuck steps.
+// work is a worker's loop: file the last steps' tasks and pop the next
+// under one lock (with a batch for the local queue when the queue is a
+// Batcher), step them, cooperate with Go's scheduler, steal or park when
+// there is nothing to do. An extra worker exits instead of parking, and as
+// soon as there are more extras than stuck steps.
 func (p *Pool) work(w *worker) {
 	defer p.wg.Done()
 	s := &w.own
 	s.lastGosched = p.now()
 	now := s.lastGosched
-	var last *Handle // the last step's task, filed under the next lock
-	var r stepResult
+	// filed are the steps run since the lock was last held, filed under
+	// the next one; stops the tasks to end off the lock.
+	filed := make([]filedStep, 0, localCap)
+	var stops []stopped
 	// owed: a step of ours readied a caller blocked on its task, since
 	// owedSince, and we have not given up the P yet (see handOff).
 	owed, owedSince := false, time.Duration(0)
@@ -157,80 +165,130 @@ func (p *Pool) work(w *worker) {
 	}
 	for {
 		p.mu.Lock()
-		if last != nil {
-			h := last
-			last = nil
-			if _, stop := p.fileLocked(h, &r, false); stop != nil {
-				p.mu.Unlock()
-				p.complete(h, stop, &s.stats.completed)
-				p.recycle(h)
-				continue
+		for i := range filed {
+			f := &filed[i]
+			if _, stop := p.fileLocked(f.h, &f.r, false); stop != nil {
+				stops = append(stops, stopped{f.h, stop})
 			}
 		}
+		filed = filed[:0]
 		if invariants {
 			p.checkLocked()
 		}
-		if w.extra && (p.closed || int64(p.extras) > p.stuck.Load()) {
-			p.retireLocked(w)
-			return
-		}
-		h, stop := p.popLocked(now)
-		if stop != nil {
-			p.mu.Unlock()
-			p.endStopped(s, h, stop)
-			now = p.now()
-			continue
-		}
-		if h == nil {
-			if p.closed || w.extra {
+		var h *Handle
+		if w.local.len() == 0 {
+			if len(stops) == 0 && w.extra && (p.closed || int64(p.extras) > p.stuck.Load()) {
+				p.retireLocked(w)
+				return
+			}
+			var stop error
+			h, stop = p.popLocked(now)
+			switch {
+			case stop != nil:
+				stops = append(stops, stopped{h, stop})
+				h = nil
+			case h != nil:
+				stops = p.takeBatchLocked(w, h, now, stops)
+			case p.stealLocked(w):
+			case len(stops) > 0:
+				// End them first: parking could wait long.
+			case p.closed || w.extra:
 				if w.extra {
 					p.retireLocked(w)
 				} else {
 					p.mu.Unlock()
 				}
 				return
+			default:
+				if owed {
+					// Parking gives the P to the callers we readied.
+					s.stats.handoffs.Add(1)
+					owed = false
+				}
+				p.park(w)
+				s.lastGosched = p.now()
+				now = s.lastGosched
+				continue
 			}
-			if owed {
-				// Parking gives the P to the callers we readied.
-				s.stats.handoffs.Add(1)
-				owed = false
-			}
-			p.park(w)
-			s.lastGosched = p.now()
-			now = s.lastGosched
-			continue
 		}
 		p.mu.Unlock()
-		if owed && (!h.short || h.stepped) {
-			// The next task is not a point read: its step may take a
-			// quarter slice. The callers we readied run first.
-			handOff()
+		if len(stops) > 0 {
+			p.endAll(s, stops)
+			stops = stops[:0]
+			now = p.now()
 		}
-		r = p.step(s, h, now, true)
-		readied := r.finished() && p.completeStep(s, h, &r)
-		last = h
-		// The end of one step is the start of the next pop: one clock read
-		// per step, not two.
-		now = r.end
-		if readied && !owed {
-			owed, owedSince = true, now
+		// Step h, then the local queue, filing their steps at the next
+		// lock; a task that goes on is filed at once.
+		for {
+			if h == nil {
+				if h = w.local.pop(); h == nil {
+					break
+				}
+				if h.stopReason() != nil || p.closedFlag.Load() {
+					// Cancelled, or the pool closed, while it waited
+					// here: fileLocked ends it.
+					filed = append(filed, filedStep{h, unstepped(now)})
+					h = nil
+					continue
+				}
+			}
+			if owed && (!h.short || h.stepped) {
+				// The next task is not a point read: its step may take a
+				// quarter slice. The callers we readied run first.
+				handOff()
+			}
+			r := p.step(s, h, now, true)
+			readied := r.finished() && p.completeStep(s, h, &r)
+			filed = append(filed, filedStep{h, r})
+			h = nil
+			// The end of one step is the start of the next pop: one clock
+			// read per step, not two.
+			now = r.end
+			if readied && !owed {
+				owed, owedSince = true, now
+			}
+			if owed && (now-owedSince >= p.handoffDelay || p.longLive.Load() > 0) {
+				// The callers our steps readied wait on our P (see
+				// Awaited): let them run. At once while scans or
+				// coprocessor requests are live: their consumers, readied
+				// by their batches, wait in our P's run queue, and each
+				// caller readied after the first would push the one before
+				// behind them. With only point reads (SpawnOptions.Short)
+				// about, queued ones are stepped first for up to
+				// handoffDelay, so that under a closed loop of readers one
+				// hand-off serves several (a Gosched is a trip through the
+				// global run queue).
+				handOff()
+			} else if now-s.lastGosched >= p.goschedEvery {
+				// Hand the P back before the next task: the program's
+				// other goroutines would otherwise wait for Go's 10 ms
+				// preemption.
+				gosched()
+			}
+			if !r.finished() {
+				break // back in the queue or waiting, now
+			}
 		}
-		if owed && (now-owedSince >= p.handoffDelay || p.longLive.Load() > 0) {
-			// The callers our steps readied wait on our P (see Awaited):
-			// let them run. At once while scans or coprocessor requests
-			// are live: their consumers, readied by their batches, wait
-			// in our P's run queue, and each caller readied after the
-			// first would push the one before behind them. With only
-			// point reads (SpawnOptions.Short) about, queued ones are
-			// stepped first for up to handoffDelay, so that under a closed
-			// loop of readers one hand-off serves several (a Gosched is a
-			// trip through the global run queue).
-			handOff()
-		} else if now-s.lastGosched >= p.goschedEvery {
-			// Hand the P back before the next task: the program's other
-			// goroutines would otherwise wait for Go's 10 ms preemption.
-			gosched()
-		}
+	}
+}
+
+// filedStep is a step whose filing (fileLocked) waits for the next lock.
+type filedStep struct {
+	h *Handle
+	r stepResult
+}
+
+// unstepped is the result filed for a taken task that did not step (see
+// local.go): a yield of no time, which fileLocked ends when the task must
+// stop and requeues otherwise.
+func unstepped(now time.Duration) stepResult {
+	return stepResult{status: Yield, start: now, end: now}
+}
+
+// endAll ends the stopped tasks off the lock, counting them on slot s.
+func (p *Pool) endAll(s *slot, stops []stopped) {
+	for _, st := range stops {
+		p.endStopped(s, st.h, st.err)
 	}
 }
 

@@ -67,7 +67,7 @@ const jsonStdout = "-"
 // run measures the first three, in this order. priority is resource
 // control with every read in the default group; the groups workloads
 // always run on it, and only on it.
-var knownSchedulers = []string{"mlfq", "fifo", "direct", groupsScheduler}
+var knownSchedulers = []string{"mlfq", "fifo", "steal", "direct", groupsScheduler}
 
 // defaultSchedulers are the schedulers a run measures unless told.
 var defaultSchedulers = []string{"mlfq", "fifo", "direct"}

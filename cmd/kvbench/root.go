@@ -98,6 +98,8 @@ kvbench prints, per scheduler, the Gets' e2e p99 quiet and beside the
 scans and their ratio (want ≤ 3×), the share of the offered rate achieved
 beside the scans (want ≥ 98%), and, when fifo and mlfq both ran, fifo's
 e2e p99 over mlfq's (want ≥ 10×). --no-quiet skips the quiet phase.
+--schedulers steal adds YATP's single-level work-stealing queue, FIFO
+order with batches taken into workers' local queues.
 
 --arrival says when noisy's (and cop's) Gets are due. "fixed", the
 default: each Get client keeps a schedule of its own, its Get i due at
