@@ -1,8 +1,10 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -14,7 +16,8 @@ import (
 //	go test -run ^$ -bench Store -benchtime 3s ./kv/
 //
 // Get/* run 8 client goroutines (RunParallel with 4 per P on 2 Ps); compare
-// pooled against direct in one run. Scan/* read the whole store.
+// pooled against direct in one run. ShortScan/* run YCSB E's scans (1–100
+// rows from a random key) from 4 goroutines; Scan/* read the whole store.
 func BenchmarkStore(b *testing.B) {
 	const n = 200000
 	dir := b.TempDir()
@@ -65,7 +68,7 @@ func BenchmarkStore(b *testing.B) {
 		})
 	}
 
-	for _, c := range []struct {
+	scans := []struct {
 		name string
 		opts Options
 		raw  bool
@@ -73,7 +76,15 @@ func BenchmarkStore(b *testing.B) {
 		{"pooled-mlfq", Options{}, false},
 		{"raw-pebble-iterator", Options{Scheduler: SchedulerDirect}, true},
 		{"direct", Options{Scheduler: SchedulerDirect}, false},
-	} {
+	}
+	for _, c := range scans {
+		b.Run("ShortScan/"+c.name, func(b *testing.B) {
+			db := openTest(b, dir, &c.opts)
+			warm(b, db, n)
+			benchShortScans(b, db, n, c.raw)
+		})
+	}
+	for _, c := range scans {
 		b.Run("Scan/"+c.name, func(b *testing.B) {
 			db := openTest(b, dir, &c.opts)
 			warm(b, db, n)
@@ -99,6 +110,62 @@ func BenchmarkStore(b *testing.B) {
 			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+}
+
+// benchShortScans runs YCSB E's scans from 4 goroutines: 1 to 100 rows
+// (uniform) from a random start key, each value read, through db (pooled
+// or direct) or, with raw, through a Pebble iterator per scan.
+func benchShortScans(b *testing.B, db *DB, n int, raw bool) {
+	var rows atomic.Int64
+	b.SetParallelism(2) // × GOMAXPROCS
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewPCG(rand.Uint64(), 2))
+		ctx := context.Background()
+		var got int64
+		for pb.Next() {
+			start, limit := keyN(r.IntN(n)), 1+r.IntN(100)
+			if raw {
+				got += int64(rawShortScan(b, db.pdb, start, limit))
+				continue
+			}
+			it := db.Scan(ctx, start, nil, &ScanOptions{Limit: limit})
+			for it.Next() {
+				_ = it.Value()
+				got++
+			}
+			if err := it.Close(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+		rows.Add(got)
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "scans/s")
+	b.ReportMetric(float64(rows.Load())/float64(b.N), "rows/scan")
+}
+
+func rawShortScan(b *testing.B, pdb *pebble.DB, start []byte, limit int) int {
+	it, err := pdb.NewIter(&pebble.IterOptions{LowerBound: start})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := 0
+	for valid := it.First(); valid && rows < limit; valid = it.Next() {
+		// What a caller owning the rows needs: a copy of each.
+		_ = bytes.Clone(it.Key())
+		v, err := it.ValueAndErr()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = bytes.Clone(v)
+		rows++
+	}
+	if err := it.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return rows
 }
 
 func rawScan(b *testing.B, pdb *pebble.DB) int {

@@ -113,6 +113,14 @@ func (db *DB) untrack(d *scan.Direct) {
 
 // Iterator walks the pairs of a Scan. It is not safe for concurrent use,
 // but Close may be called from any goroutine, also during Next.
+//
+// A scan read to its end — Next returned false, with or without a Limit —
+// gives its buffers to later scans; one closed before its end leaves them
+// to the garbage collector, since another goroutine's Close cannot know
+// whether the reader still holds a Key or Value. A short scan that stops
+// at its Limit should therefore let Next say so: YCSB E's scans through
+// kv, 1–100 rows, allocated 1.3 KB each read to their end and 8.4 KB each
+// closed at their last row (BenchmarkStore/ShortScan).
 type Iterator struct {
 	src scan.Source // nil when the scan failed to start
 	// Touched only by the goroutine that calls Next.

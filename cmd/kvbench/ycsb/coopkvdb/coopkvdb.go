@@ -239,10 +239,9 @@ func (db *DB) Scan(ctx context.Context, table, startKey string, count int, field
 			return nil, fmt.Errorf("coopkvdb: scan %s: %w", it.Key(), err)
 		}
 		rows = append(rows, m)
-		if len(rows) == count {
-			break
-		}
 	}
+	// Read to its end (the Limit stops it): an iterator that ends so gives
+	// its buffers to the next scan.
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("coopkvdb: scan %s from %q: %w", table, startKey, err)
 	}
