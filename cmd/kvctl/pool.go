@@ -150,6 +150,7 @@ func printPool(w io.Writer, r *poolReport) error {
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintf(tw, "steps\t%d: long %d, preempted %d, yields %d, caller hand-offs %d, stepped by their consumer %d, by the spares %d\n", p.Steps, p.LongSteps, p.Preempted, p.Yields, p.CallerHandoffs, p.SteppedHere, p.SpareSteps)
+	fmt.Fprintf(tw, "local queues\t%d tasks taken in batches, %d stolen\n", p.Batched, p.Stolen)
 	fmt.Fprintln(tw)
 	c := &r.Caches
 	fmt.Fprintf(tw, "block cache\t%s of %s (memtables of %s included), hit rate %s\n", size(c.BlockCacheBytes), size(c.BlockCacheCapacity), size(int64(c.MemTableSize)), percent(c.BlockCacheHitRate))

@@ -54,7 +54,7 @@ func TestPool(t *testing.T) {
 		"scheduler  mlfq (queue mlfq)", "workers", "busy", "parked", "extra",
 		"share of step time", "chance (target)", "rejected_busy", "inline",
 		"queue wait", "step time", "p99", "long", "preempted", "yields", "bypassed", "caller hand-offs", "stepped by their consumer",
-		"by the spares", "spare 1", "block cache",
+		"by the spares", "spare 1", "local queues", "taken in batches", "stolen", "block cache",
 	} {
 		assert.Contains(t, out, s)
 	}
