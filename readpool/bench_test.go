@@ -75,6 +75,7 @@ func benchPool(b *testing.B, q Queue, o SpawnOptions) {
 func BenchmarkDispatch(b *testing.B) {
 	b.Run("pool-mlfq-inline", func(b *testing.B) { benchPool(b, nil, SpawnOptions{Inline: true}) })
 	b.Run("pool-mlfq", func(b *testing.B) { benchPool(b, nil, SpawnOptions{}) })
+	b.Run("pool-mlfq-inline-short", func(b *testing.B) { benchPool(b, nil, SpawnOptions{Inline: true, Short: true}) })
 	// Point reads (as a Get spawns them), which MLFQ workers take in
 	// batches (Batcher).
 	b.Run("pool-mlfq-short", func(b *testing.B) { benchPool(b, nil, SpawnOptions{Short: true}) })
