@@ -118,7 +118,7 @@ func TestConfig_UsageErrors(t *testing.T) {
 			[]string{`unknown workload "group"`, "known: get, scan, noisy, cop-scan, cop, ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f, groups, groups-steps"}},
 		{"no workload", []string{"--workload", ""}, []string{"names no workload"}},
 		{"unknown scheduler", []string{"--schedulers", "mlfq,lifo"},
-			[]string{`unknown scheduler "lifo"`, "known: mlfq, fifo, direct, priority"}},
+			[]string{`unknown scheduler "lifo"`, "known: mlfq, fifo, steal, direct, priority"}},
 		{"repeated scheduler", []string{"--schedulers", "mlfq,mlfq"}, []string{"names a scheduler twice"}},
 		{"repeated workload", []string{"--workload", "get,get"}, []string{"names a workload twice"}},
 		{"plot format", []string{"--plot", "out.pdf"}, []string{"--plot out.pdf", ".png or .svg"}},
