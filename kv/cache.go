@@ -34,6 +34,11 @@ type rowCache struct {
 	seed maphash.Seed
 	gens []atomic.Uint64
 	mask uint64
+	// ranges is the stripes' word for range deletions, which may cover any
+	// key: every entry carries it too, and a range deletion moves it as a
+	// write moves its stripe's, so that once it has ended no entry from
+	// before it is served and nothing read while it was in flight is put.
+	ranges atomic.Uint64
 
 	hits, misses, evictions atomic.Int64
 }
@@ -58,8 +63,20 @@ const (
 
 type cacheEntry struct {
 	key, val []byte
-	gen      uint64
+	stamp    cacheStamp
 }
+
+// cacheStamp is what a reader saw of the words that guard an entry when it
+// looked in the cache — its key's stripe and the range word — and what a
+// writer saw when it started: put takes only values read under stamps
+// with no write in flight and not moved since.
+type cacheStamp struct {
+	gen, ranges uint64
+}
+
+// clean reports whether no write of the stripe and no range deletion was
+// in flight when st was taken.
+func (st cacheStamp) clean() bool { return (st.gen|st.ranges)&inFlightMask == 0 }
 
 // stripesFor is the number of stripes for a cache of size bytes.
 func stripesFor(size int64) int {
@@ -93,52 +110,60 @@ func (rc *rowCache) stripe(key []byte) *atomic.Uint64 {
 	return &rc.gens[maphash.Bytes(rc.seed, key)&rc.mask]
 }
 
-// get returns a copy of key's cached value, and the stripe word to give put
+// get returns a copy of key's cached value, and the stamp to give put
 // after a miss.
-func (rc *rowCache) get(key []byte) (val []byte, ok bool, gen uint64) {
-	val, ok, gen = rc.lookup(key)
+func (rc *rowCache) get(key []byte) (val []byte, ok bool, st cacheStamp) {
+	val, ok, st = rc.lookup(key)
 	if !ok {
 		rc.misses.Add(1)
 	}
-	return val, ok, gen
+	return val, ok, st
+}
+
+// stamp reads key's words now.
+func (rc *rowCache) stamp(key []byte) cacheStamp {
+	return cacheStamp{gen: rc.stripe(key).Load(), ranges: rc.ranges.Load()}
 }
 
 // lookup is get counting hits only: Get's fast path counts its misses
 // itself, as it knows only after the lookup whether it served the read.
-// Entries carry only words with no write in flight (put), so a stripe with
-// one serves no hits.
-func (rc *rowCache) lookup(key []byte) (val []byte, ok bool, gen uint64) {
-	gen = rc.stripe(key).Load()
-	if e, found := rc.c.Get(key); found && e.gen == gen && bytes.Equal(e.key, key) {
+// Entries carry only stamps with no write in flight (put), so a stripe with
+// one, or a range deletion in flight, serves no hits.
+func (rc *rowCache) lookup(key []byte) (val []byte, ok bool, st cacheStamp) {
+	st = rc.stamp(key)
+	if e, found := rc.c.Get(key); found && e.stamp == st && bytes.Equal(e.key, key) {
 		rc.hits.Add(1)
-		return bytes.Clone(e.val), true, gen
+		return bytes.Clone(e.val), true, st
 	}
-	return nil, false, gen
+	return nil, false, st
 }
 
-// put caches val, read from Pebble after get returned gen, unless a write to
-// the stripe was in flight then or has started since; it says whether it
-// did.
-func (rc *rowCache) put(key, val []byte, gen uint64) bool {
-	if gen&inFlightMask != 0 || rc.stripe(key).Load() != gen {
+// put caches val, read from Pebble after get returned st, unless a write to
+// the stripe or a range deletion was in flight then or has started since;
+// it says whether it did.
+func (rc *rowCache) put(key, val []byte, st cacheStamp) bool {
+	if !st.clean() || rc.stamp(key) != st {
 		return false
 	}
 	buf := make([]byte, len(key)+len(val))
 	copy(buf, key)
 	copy(buf[len(key):], val)
-	e := &cacheEntry{key: buf[:len(key):len(key)], val: buf[len(key):], gen: gen}
+	e := &cacheEntry{key: buf[:len(key):len(key)], val: buf[len(key):], stamp: st}
 	rc.c.Set(e.key, e, int64(len(buf))+entryOverhead)
 	return true
 }
 
 // beforeWrite is called before a write of key goes to Pebble: from now on
 // the stripe serves no hits and takes no puts until the write has ended
-// (written). It returns the stripe's word for written.
-func (rc *rowCache) beforeWrite(key []byte) uint64 { return rc.stripe(key).Add(writeStarts) }
+// (written). It returns the stamp for written: the stripe's word with the
+// write counted, and the range word.
+func (rc *rowCache) beforeWrite(key []byte) cacheStamp {
+	return cacheStamp{gen: rc.stripe(key).Add(writeStarts), ranges: rc.ranges.Load()}
+}
 
 // written ends a write of key that beforeWrite started, once Pebble has it
 // or the write failed: val is the value written (nil with del, a delete, or
-// a failed write) and gen what beforeWrite returned.
+// a failed write) and st what beforeWrite returned.
 //
 // Every cached value of the stripe is stale from the write's start. A key
 // the cache holds then gets the value just written, so a hot key read
@@ -146,17 +171,27 @@ func (rc *rowCache) beforeWrite(key []byte) uint64 { return rc.stripe(key).Add(w
 // such as YCSB A and F, would otherwise miss on every read after a write).
 // That is only right if this write is the key's last in Pebble and no Get
 // has read past it: so only if no other write of the stripe started or
-// ended while this one was in flight, and none was in flight when it
-// started. Keys the cache does not hold are not admitted by a write: a bulk
-// load would churn the cache.
-func (rc *rowCache) written(key, val []byte, del bool, gen uint64) {
+// ended while this one was in flight, none was in flight when it started,
+// and no range deletion started or ended meanwhile either (it and this
+// write may have committed in either order). Keys the cache does not hold
+// are not admitted by a write: a bulk load would churn the cache.
+func (rc *rowCache) written(key, val []byte, del bool, st cacheStamp) {
 	g := rc.stripe(key).Add(writeEnds)
-	if !del && g == gen+writeEnds { // put refuses if others are in flight
-		if _, found := rc.c.Get(key); found && rc.put(key, val, g) {
+	if !del && g == st.gen+writeEnds { // put refuses if others are in flight
+		if _, found := rc.c.Get(key); found && rc.put(key, val, cacheStamp{gen: g, ranges: st.ranges}) {
 			return
 		}
 	}
 	rc.c.Del(key)
 }
+
+// beforeRangeDelete is called before a range deletion goes to Pebble: from
+// now on no entry is served and none is put until it has ended
+// (rangeDeleted, with what this returned).
+func (rc *rowCache) beforeRangeDelete() uint64 { return rc.ranges.Add(writeStarts) }
+
+// rangeDeleted ends a range deletion, committed or failed. The range word
+// has moved for good: every entry from before it is stale.
+func (rc *rowCache) rangeDeleted(uint64) { rc.ranges.Add(writeEnds) }
 
 func (rc *rowCache) close() { rc.c.Close() }

@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +53,12 @@ type DB struct {
 	closeDone chan struct{}
 
 	closers []io.Closer // closed after Pebble
+
+	// writeMu orders writes against a range deletion with an open end:
+	// writes hold it shared, and such a deletion holds it exclusively
+	// while it finds the last key and deletes up to it, so that no key
+	// written before it commits escapes it (see rangeEnd).
+	writeMu sync.RWMutex
 
 	// direct holds the open scans of SchedulerDirect, which Close ends; nil
 	// once Close has taken them.
@@ -286,7 +294,11 @@ func (db *DB) enter() error {
 
 // enterWrite is enter for the writes: a read-only store refuses them
 // before Pebble does, with the store's own error.
-func (db *DB) enterWrite() error {
+func (db *DB) enterWrite() error { return db.enterWriteAs(false) }
+
+// enterWriteAs is enterWrite holding writeMu exclusively (alone) or shared;
+// exitWrite releases what it took.
+func (db *DB) enterWriteAs(alone bool) error {
 	if err := db.enter(); err != nil {
 		return err
 	}
@@ -294,7 +306,21 @@ func (db *DB) enterWrite() error {
 		db.mu.RUnlock()
 		return ErrReadOnly
 	}
+	if alone {
+		db.writeMu.Lock()
+	} else {
+		db.writeMu.RLock()
+	}
 	return nil
+}
+
+func (db *DB) exitWrite(alone bool) {
+	if alone {
+		db.writeMu.Unlock()
+	} else {
+		db.writeMu.RUnlock()
+	}
+	db.mu.RUnlock()
 }
 
 // closedOr returns ErrClosed after Close, else err: a call's own failure
@@ -315,7 +341,7 @@ func (db *DB) Set(key, value []byte) error {
 	if err := db.enterWrite(); err != nil {
 		return err
 	}
-	defer db.mu.RUnlock()
+	defer db.exitWrite(false)
 	gen := db.beforeWrite(key)
 	if err := db.pdb.Set(key, value, db.wopts); err != nil {
 		db.writeFailed(key, gen)
@@ -333,7 +359,7 @@ func (db *DB) Delete(key []byte) error {
 	if err := db.enterWrite(); err != nil {
 		return err
 	}
-	defer db.mu.RUnlock()
+	defer db.exitWrite(false)
 	gen := db.beforeWrite(key)
 	if err := db.pdb.Delete(key, db.wopts); err != nil {
 		db.writeFailed(key, gen)
@@ -345,14 +371,14 @@ func (db *DB) Delete(key []byte) error {
 
 // beforeWrite and then written or writeFailed bracket a write of key to
 // Pebble for the row cache (rowCache.beforeWrite, rowCache.written).
-func (db *DB) beforeWrite(key []byte) uint64 {
+func (db *DB) beforeWrite(key []byte) cacheStamp {
 	if db.cache == nil {
-		return 0
+		return cacheStamp{}
 	}
 	return db.cache.beforeWrite(key)
 }
 
-func (db *DB) written(key, val []byte, del bool, gen uint64) {
+func (db *DB) written(key, val []byte, del bool, gen cacheStamp) {
 	if h := db.hooks.afterWrite; h != nil {
 		h(key)
 	}
@@ -363,24 +389,35 @@ func (db *DB) written(key, val []byte, del bool, gen uint64) {
 
 // writeFailed ends a write Pebble refused: the key is dropped from the
 // cache, as nothing says what Pebble holds for it now.
-func (db *DB) writeFailed(key []byte, gen uint64) {
+func (db *DB) writeFailed(key []byte, gen cacheStamp) {
 	if db.cache != nil {
 		db.cache.written(key, nil, true, gen)
 	}
 }
 
-// Batch collects writes to apply atomically with DB.Apply. It is not safe
-// for concurrent use. Applying a batch leaves it as it was: it may be
-// applied again, or Reset and filled anew.
+// Batch collects writes to apply atomically with DB.Apply or DB.Write. It
+// is not safe for concurrent use. Applying a batch leaves it as it was: it
+// may be applied again, or Reset and filled anew. Its writes apply in the
+// order they were added: a Set after a DeleteRange that covers its key
+// survives it.
 type Batch struct {
 	ops []batchOp
-	err error // sticky until Reset: the batch was given an empty key
+	err error // sticky until Reset: an empty key or an invalid range
 }
 
 type batchOp struct {
-	key, value []byte
-	del        bool
+	kind  opKind
+	key   []byte // the range's start for a range deletion ([]byte{}: open)
+	value []byte // the range's end for a range deletion (nil: open)
 }
+
+type opKind uint8
+
+const (
+	opSet opKind = iota
+	opDelete
+	opDeleteRange
+)
 
 // NewBatch returns an empty batch.
 func (db *DB) NewBatch() *Batch { return &Batch{} }
@@ -390,41 +427,81 @@ func (db *DB) NewBatch() *Batch { return &Batch{} }
 // Reset.
 func (b *Batch) Set(key, value []byte) {
 	if len(key) == 0 {
-		b.err = ErrEmptyKey
+		b.fail(ErrEmptyKey)
 		return
 	}
-	b.ops = append(b.ops, batchOp{key: append([]byte(nil), key...), value: append([]byte(nil), value...)})
+	b.ops = append(b.ops, batchOp{kind: opSet, key: append([]byte(nil), key...), value: append([]byte(nil), value...)})
 }
 
 // Delete adds a deletion of key. An empty key is not added, and makes Apply
 // of the batch fail with ErrEmptyKey until Reset.
 func (b *Batch) Delete(key []byte) {
 	if len(key) == 0 {
-		b.err = ErrEmptyKey
+		b.fail(ErrEmptyKey)
 		return
 	}
-	b.ops = append(b.ops, batchOp{key: append([]byte(nil), key...), del: true})
+	b.ops = append(b.ops, batchOp{kind: opDelete, key: append([]byte(nil), key...)})
 }
 
-// Len is the number of writes in the batch.
+// DeleteRange adds the deletion of every key in [start, end); a nil start
+// or end is open, as in Scan. The batch copies both. A start after end is
+// not added, and makes Apply of the batch fail with ErrInvalidRange until
+// Reset.
+func (b *Batch) DeleteRange(start, end []byte) {
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		b.fail(fmt.Errorf("%w: delete range from %q to %q: start is after end", ErrInvalidRange, start, end))
+		return
+	}
+	op := batchOp{kind: opDeleteRange, key: append([]byte{}, start...)}
+	if end != nil {
+		op.value = append([]byte{}, end...)
+	}
+	b.ops = append(b.ops, op)
+}
+
+// fail makes the batch's Apply fail with err, the first such error kept.
+func (b *Batch) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// Len is the number of writes in the batch, range deletions included.
 func (b *Batch) Len() int { return len(b.ops) }
 
-// Reset empties the batch — its writes and an empty-key error — so that it
-// can be filled again; it keeps its memory for the writes to come.
+// Reset empties the batch — its writes and an empty-key or invalid-range
+// error — so that it can be filled again; it keeps its memory for the
+// writes to come.
 func (b *Batch) Reset() {
 	clear(b.ops) // drop the copies of keys and values
 	b.ops = b.ops[:0]
 	b.err = nil
 }
 
+// openRange reports whether b deletes a range with an open end.
+func (b *Batch) openRange() bool {
+	for _, op := range b.ops {
+		if op.kind == opDeleteRange && op.value == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Apply commits b atomically: all of its writes or none. After Close it
 // fails with ErrClosed, whatever b holds. A batch that was given an empty
-// key fails with ErrEmptyKey and writes nothing. Apply leaves b unchanged.
+// key fails with ErrEmptyKey, one given an invalid range with
+// ErrInvalidRange, and either writes nothing. Apply leaves b unchanged.
+//
+// A batch that deletes a range with an open end waits for the writes in
+// flight and holds new ones back until it has committed: the end is found
+// as the last key then stored (see DeleteRange).
 func (db *DB) Apply(b *Batch) error {
-	if err := db.enterWrite(); err != nil {
+	alone := b != nil && b.openRange()
+	if err := db.enterWriteAs(alone); err != nil {
 		return err
 	}
-	defer db.mu.RUnlock()
+	defer db.exitWrite(alone)
 	if b == nil {
 		return errors.New("kv: apply: nil batch")
 	}
@@ -436,41 +513,112 @@ func (db *DB) Apply(b *Batch) error {
 	}
 	pb := db.pdb.NewBatch()
 	defer pb.Close()
+	ranges := 0
 	for _, op := range b.ops {
 		var err error
-		if op.del {
+		switch op.kind {
+		case opDelete:
 			err = pb.Delete(op.key, nil)
-		} else {
+		case opDeleteRange:
+			ranges++
+			end := op.value
+			if end == nil {
+				if end, err = db.rangeEnd(op.key); end == nil && err == nil {
+					continue // no key at or after start
+				}
+			}
+			if err == nil {
+				err = pb.DeleteRange(op.key, end, nil)
+			}
+		default:
 			err = pb.Set(op.key, op.value, nil)
 		}
 		if err != nil {
 			return fmt.Errorf("kv: apply: %w", err)
 		}
 	}
-	var gens []uint64
+	var gens []cacheStamp
+	var rgen uint64
 	if db.cache != nil {
-		gens = make([]uint64, len(b.ops))
+		gens = make([]cacheStamp, len(b.ops))
 		for i, op := range b.ops {
-			gens[i] = db.cache.beforeWrite(op.key)
+			if op.kind != opDeleteRange {
+				gens[i] = db.cache.beforeWrite(op.key)
+			}
+		}
+		if ranges > 0 {
+			rgen = db.cache.beforeRangeDelete()
 		}
 	}
-	if err := db.pdb.Apply(pb, db.wopts); err != nil {
-		for i := range gens {
-			db.writeFailed(b.ops[i].key, gens[i])
+	err := db.pdb.Apply(pb, db.wopts)
+	if ranges > 0 && db.cache != nil {
+		db.cache.rangeDeleted(rgen)
+	}
+	if err != nil {
+		for i, op := range b.ops {
+			if gens != nil && op.kind != opDeleteRange {
+				db.writeFailed(op.key, gens[i])
+			}
 		}
 		return fmt.Errorf("kv: apply %d writes: %w", len(b.ops), err)
 	}
 	// Writes of one stripe in the batch (a key set twice among them) were
 	// in flight together, so none of them refreshes its key: the first of
-	// two values of a key is never served.
+	// two values of a key is never served. Nor does a write beside a range
+	// deletion: the range word moved while it was in flight.
 	for i, op := range b.ops {
-		var gen uint64
+		if op.kind == opDeleteRange {
+			continue
+		}
+		var gen cacheStamp
 		if gens != nil {
 			gen = gens[i]
 		}
-		db.written(op.key, op.value, op.del, gen)
+		db.written(op.key, op.value, op.kind == opDelete, gen)
 	}
 	return nil
+}
+
+// rangeEnd is the end bound for a range deletion from start with an open
+// end: just past the last key stored, nil when there is none at or after
+// start. The caller holds writeMu exclusively, so no key is written past
+// it before the deletion commits.
+func (db *DB) rangeEnd(start []byte) ([]byte, error) {
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: start})
+	if err != nil {
+		return nil, err
+	}
+	var end []byte
+	if it.Last() {
+		end = append(bytes.Clone(it.Key()), 0)
+	}
+	return end, it.Close()
+}
+
+// Write applies b atomically, as Apply does, failing with ctx's error if
+// ctx is done before the write starts; once it has started, the write is
+// not abandoned. It is the write of the Store interface.
+func (db *DB) Write(ctx context.Context, b *Batch) error {
+	if err := ctx.Err(); err != nil {
+		return db.closedOr(fmt.Errorf("kv: write: %w", err))
+	}
+	return db.Apply(b)
+}
+
+// DeleteRange deletes every key in [start, end) atomically; a nil start or
+// end is open, as in Scan (both nil: every key). A start after end is
+// ErrInvalidRange. It is coherent with the row cache: once it has
+// returned, no Get returns a value it deleted, cached or not — every
+// cached value is dropped, as the cache cannot tell which keys a range
+// holds. With an open end it finds the last key stored and deletes up to
+// it, holding other writes back meanwhile (not reads).
+func (db *DB) DeleteRange(start, end []byte) error {
+	b := Batch{}
+	b.DeleteRange(start, end)
+	if b.err != nil {
+		return db.closedOr(b.err)
+	}
+	return db.Apply(&b)
 }
 
 // Flush writes the memtables out to sstables, so reads that follow hit

@@ -80,7 +80,7 @@ func (db *DB) read(key []byte) ([]byte, error) {
 	if h := db.hooks.beforeRead; h != nil {
 		h(key)
 	}
-	var gen uint64
+	var gen cacheStamp
 	if db.cache != nil {
 		val, ok, g := db.cache.get(key)
 		if ok {
@@ -94,7 +94,7 @@ func (db *DB) read(key []byte) ([]byte, error) {
 // readStorage reads key from Pebble and caches the value unless a write to
 // its stripe has completed since gen, the stripe's generation when the
 // cache was looked at.
-func (db *DB) readStorage(key []byte, gen uint64) ([]byte, error) {
+func (db *DB) readStorage(key []byte, gen cacheStamp) ([]byte, error) {
 	v, closer, err := db.pdb.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrNotFound
@@ -130,7 +130,7 @@ type getTask struct {
 	// path) and counted a miss, at stripe generation gen: the step goes
 	// straight to Pebble.
 	missed bool
-	gen    uint64
+	gen    cacheStamp
 }
 
 // serveFromCache is Get's fast path, run by Pool.Bypass: a hit is the
@@ -152,7 +152,7 @@ func (t *getTask) serveFromCache() (int64, bool) {
 // reset readies t for its next Get and recycles it.
 func (t *getTask) reset() {
 	t.db, t.key, t.val, t.err = nil, nil, nil, nil
-	t.missed, t.gen = false, 0
+	t.missed, t.gen = false, cacheStamp{}
 	t.waiting.Store(false)
 	getTasks.Put(t)
 }

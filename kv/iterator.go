@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"iter"
 	"time"
@@ -49,6 +50,22 @@ func (db *DB) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *I
 	}
 	it.src = src
 	return it
+}
+
+// PrefixEnd is the end bound that makes [prefix, PrefixEnd(prefix)) every
+// key with that prefix: the prefix with its last byte below 0xff raised by
+// one and the 0xff bytes after it dropped; nil when there is none (an empty
+// or all-0xff prefix), which as a Scan's end is open. It does not change
+// its argument.
+func PrefixEnd(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			end := bytes.Clone(prefix[:i+1])
+			end[i]++
+			return end
+		}
+	}
+	return nil
 }
 
 // startScan opens the scan's Pebble iterator and hands it to its reader:
