@@ -81,16 +81,7 @@ func TestBank_ReadersSeeEveryBatchWhole(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	transfers := bankTransfers(t)
-	for _, c := range []struct {
-		name string
-		opts Options
-	}{
-		{"mlfq", Options{Scheduler: SchedulerMLFQ}},
-		{"fifo", Options{Scheduler: SchedulerFIFO}},
-		{"steal", Options{Scheduler: SchedulerWorkStealing}},
-		{"direct", Options{Scheduler: SchedulerDirect}},
-		{"resource-control", Options{ResourceControl: true}},
-	} {
+	for _, c := range schedulerOptions {
 		t.Run(c.name, func(t *testing.T) {
 			t.Logf("replay with: go test ./kv -run 'TestBank_ReadersSeeEveryBatchWhole/%s' -bank-seed %d (%d transfers; more with %s)",
 				c.name, seed, transfers, bankTransfersEnv)
@@ -163,7 +154,7 @@ func runBank(t *testing.T, db *DB, seed uint64, transfers int) {
 		})
 	}
 
-	var scans, cops, yields atomic.Int64
+	var scans, cops, multis, yields atomic.Int64
 	var readers sync.WaitGroup
 	for r := range 2 {
 		readers.Go(func() {
@@ -195,6 +186,38 @@ func runBank(t *testing.T, db *DB, seed uint64, transfers int) {
 				cops.Add(1)
 			}
 		})
+		readers.Go(func() {
+			// Every account, in a shuffled order with some twice: one view.
+			rng := rand.New(rand.NewPCG(seed, uint64(100+r)))
+			for first := true; first || next(); first = false {
+				order := rng.Perm(bankAccounts)
+				keys := make([][]byte, 0, bankAccounts+10)
+				for _, i := range order {
+					keys = append(keys, bankKey(i))
+				}
+				keys = append(keys, keys[:10]...)
+				vals, err := db.MultiGet(context.Background(), keys)
+				if !assert.NoError(t, err) || !assert.Len(t, vals, len(keys)) {
+					cancel()
+					return
+				}
+				var sum int64
+				for j, v := range vals[:bankAccounts] {
+					bal, err := bankBalance(v)
+					if !assert.NoError(t, err, "account %d", order[j]) {
+						cancel()
+						return
+					}
+					sum += bal
+				}
+				if !assert.Equal(t, int64(bankTotal), sum, "total seen by a MultiGet after %d transfers", moved.Load()) ||
+					!assert.Equal(t, vals[:10], vals[bankAccounts:], "a repeated key reads what its first read") {
+					cancel()
+					return
+				}
+				multis.Add(1)
+			}
+		})
 	}
 
 	writers.Wait()
@@ -204,7 +227,7 @@ func runBank(t *testing.T, db *DB, seed uint64, transfers int) {
 		return
 	}
 	assert.EqualValues(t, transfers, moved.Load())
-	t.Logf("%d transfers; %d scans (%d yields), %d coprocessor sums, all saw %d", moved.Load(), scans.Load(), yields.Load(), cops.Load(), bankTotal)
+	t.Logf("%d transfers; %d scans (%d yields), %d coprocessor sums, %d MultiGets, all saw %d", moved.Load(), scans.Load(), yields.Load(), cops.Load(), multis.Load(), bankTotal)
 
 	// The end state, account by account.
 	var sum int64

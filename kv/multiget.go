@@ -1,0 +1,159 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coopkv/coopkv/readpool"
+)
+
+// shortMultiGet is the most keys a MultiGet may read and still be spawned
+// as a point read (readpool.SpawnOptions.Short): a few microseconds each.
+const shortMultiGet = 16
+
+// MultiGet reads many keys as one read-pool task over one consistent view
+// of the store (a Pebble iterator opened by its first step, so it sees
+// every write that completed before the call). values[i] belongs to
+// keys[i]: nil when the key is missing, a non-nil (possibly empty) slice
+// when present. Keys may repeat and come in any order; an empty key is
+// ErrEmptyKey. The caller owns the result, every slice of it its own.
+//
+// The keys are read in key order, so that each seek starts where the last
+// one ended; the task yields between keys once its time slice is used,
+// like a scan. It does not consult the row cache: hits taken at different
+// moments would not be one view.
+func (db *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	for _, k := range keys {
+		if len(k) == 0 {
+			return nil, db.closedOr(multiGetError(len(keys), ErrEmptyKey))
+		}
+	}
+	o, err := spawnOptions(ctx, db.groupsIfControlled())
+	if err != nil {
+		return nil, db.closedOr(multiGetError(len(keys), err))
+	}
+	t := newMultiGet(db.pdb, keys)
+	if db.pool == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, db.closedOr(multiGetError(len(keys), err))
+		}
+		if err := db.enter(); err != nil {
+			return nil, multiGetError(len(keys), err)
+		}
+		t.read(func() bool { return false }, func(int64, int64) {})
+		t.close()
+		db.mu.RUnlock()
+	} else {
+		o.Inline, o.Short = true, len(keys) <= shortMultiGet
+		if err := db.pool.Go(ctx, t, o); err != nil {
+			return nil, db.closedOr(multiGetError(len(keys), err))
+		}
+		<-t.done
+	}
+	if t.err != nil {
+		return nil, db.closedOr(multiGetError(len(keys), t.err))
+	}
+	return t.vals, nil
+}
+
+// multiGetError is the error of a MultiGet of n keys that failed with err.
+func multiGetError(n int, err error) error {
+	return fmt.Errorf("kv: multiget of %d keys: %w", n, storeErr(err))
+}
+
+// multiGetTask is a MultiGet as a read-pool task.
+type multiGetTask struct {
+	pdb   *pebble.DB
+	keys  [][]byte
+	order []int // indexes of keys, in key order
+	next  int   // the next of order to read
+	vals  [][]byte
+	it    *pebble.Iterator
+	err   error
+	done  chan struct{}
+}
+
+func newMultiGet(pdb *pebble.DB, keys [][]byte) *multiGetTask {
+	t := &multiGetTask{pdb: pdb, keys: keys, order: make([]int, len(keys)), vals: make([][]byte, len(keys)), done: make(chan struct{})}
+	for i := range t.order {
+		t.order[i] = i
+	}
+	slices.SortStableFunc(t.order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	return t
+}
+
+// read reads the keys left, asking yield before each but the first; it
+// reports whether it read them all. charge is told each key's row and
+// bytes.
+func (t *multiGetTask) read(yield func() bool, charge func(rows, bytes int64)) bool {
+	if t.it == nil {
+		if t.it, t.err = t.pdb.NewIter(nil); t.err != nil {
+			t.it = nil
+			return true
+		}
+	}
+	for ; t.next < len(t.order); t.next++ {
+		if yield() {
+			return false
+		}
+		i := t.order[t.next]
+		key := t.keys[i]
+		if t.next > 0 {
+			if prev := t.order[t.next-1]; bytes.Equal(t.keys[prev], key) {
+				// A repeat: its own copy of the same value.
+				if t.vals[prev] != nil {
+					t.vals[i] = bytes.Clone(t.vals[prev])
+				}
+				continue
+			}
+		}
+		if !t.it.SeekGE(key) || !bytes.Equal(t.it.Key(), key) {
+			if err := t.it.Error(); err != nil {
+				t.err = err
+				return true
+			}
+			charge(1, 0)
+			continue
+		}
+		v, err := t.it.ValueAndErr()
+		if err != nil {
+			t.err = err
+			return true
+		}
+		t.vals[i] = append(make([]byte, 0, len(v)), v...) // non-nil when empty
+		charge(1, int64(len(key)+len(v)))
+	}
+	return true
+}
+
+// close closes the iterator, keeping its error if the reads had none.
+func (t *multiGetTask) close() {
+	if t.it != nil {
+		if err := t.it.Close(); err != nil && t.err == nil {
+			t.err = err
+		}
+		t.it = nil
+	}
+}
+
+// Step implements readpool.Task.
+func (t *multiGetTask) Step(sc *readpool.StepContext) readpool.Status {
+	if !t.read(sc.ShouldYield, sc.Charge) {
+		return readpool.Yield
+	}
+	return readpool.Ready
+}
+
+// Done implements readpool.Task: the iterator is closed by whoever ends the
+// task, a worker or a cancel.
+func (t *multiGetTask) Done(err error) {
+	t.close()
+	if err != nil {
+		t.err = err
+	}
+	close(t.done)
+}
