@@ -70,7 +70,7 @@ when Ctrl-C ends a command (the way to leave top).`,
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{
-		newGetCmd(out), newSetCmd(out), newDeleteCmd(out), newScanCmd(out),
+		newGetCmd(out), newSetCmd(out), newDeleteCmd(out), newScanCmd(out), newCheckpointCmd(out),
 		newStatsCmd(out), newCopCmd(out), newCheckCmd(out),
 	} {
 		c.GroupID = groupOffline

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -13,12 +14,12 @@ import (
 // reverse scans.
 func newScanCmd(out *output) *cobra.Command {
 	var (
-		sf         storeFlags
-		start, end string
-		opts       kv.ScanOptions
+		sf                 storeFlags
+		start, end, prefix string
+		opts               kv.ScanOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "scan --dir DIR [--start K] [--end K] [--limit N] [--reverse]",
+		Use:   "scan --dir DIR [--start K] [--end K | --prefix P] [--limit N] [--reverse]",
 		Short: "Print the pairs of a key range",
 		Long: `scan prints the keys in [--start, --end) and their values, one pair a
 line, separated by a tab (text never holds a tab: a key or value that does
@@ -26,10 +27,12 @@ prints as hex); with --json one {"key", "value"} object a line. It opens
 the store read-only.
 
 An empty or missing --start is the first key, --end past the last.
---reverse walks the range in descending key order (the store scans
+--prefix P is the range of every key that starts with P (kv.PrefixEnd),
+instead of --start and --end. --reverse walks the range in descending key order (the store scans
 backwards itself); with --limit N it prints the N greatest keys of the
 range.`,
 		Example: `  kvctl scan --dir store --start user: --end user; --limit 10
+  kvctl scan --dir store --prefix user: --limit 10      # the same keys
   kvctl scan --dir store --reverse --limit 1          # the last key
   kvctl scan --dir store --keys-only --json | jq -r .key`,
 		Args: exactArgs(),
@@ -44,6 +47,15 @@ range.`,
 			hi, err := parseBound(end, out.hex)
 			if err != nil {
 				return fmt.Errorf("--end: %w", err)
+			}
+			if cmd.Flags().Changed("prefix") {
+				if cmd.Flags().Changed("start") || cmd.Flags().Changed("end") {
+					return errors.New("--prefix names the whole range: give it without --start and --end")
+				}
+				if lo, err = parseBound(prefix, out.hex); err != nil {
+					return fmt.Errorf("--prefix: %w", err)
+				}
+				hi = kv.PrefixEnd(lo)
 			}
 			db, err := sf.open(readOnly, cmd.ErrOrStderr())
 			if err != nil {
@@ -83,6 +95,7 @@ range.`,
 	sf.add(cmd)
 	cmd.Flags().StringVar(&start, "start", "", "the first key of the range (inclusive); empty = the store's first")
 	cmd.Flags().StringVar(&end, "end", "", "the end of the range (exclusive); empty = past the store's last")
+	cmd.Flags().StringVar(&prefix, "prefix", "", "every key that starts with this (instead of --start and --end); empty = every key")
 	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "print at most this many pairs; 0 = no limit")
 	cmd.Flags().BoolVar(&opts.Reverse, "reverse", false, "descending key order, from the end of the range")
 	cmd.Flags().BoolVar(&opts.KeysOnly, "keys-only", false, "print the keys only (values are not read)")

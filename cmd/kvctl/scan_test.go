@@ -47,6 +47,15 @@ func TestScan(t *testing.T) {
 	// --hex reads the bounds as hex and prints every key as hex.
 	assert.Equal(t, []string{"0x6b3030303138", "0x6b3030303139"}, keys("--hex", "--start", "6b3030303138", "--end", "ff"))
 	assert.Equal(t, []string{"0xff00"}, keys("--hex", "--start", "0xff"))
+	// --prefix: every key that starts with it.
+	assert.Equal(t, ks(10, 11, 12, 13, 14, 15, 16, 17, 18, 19), keys("--prefix", "k0001"))
+	assert.Equal(t, ks(19, 18), keys("--prefix", "k0001", "--reverse", "--limit", "2"))
+	assert.Equal(t, []string{"0xff00"}, keys("--hex", "--prefix", "ff"))
+	assert.Len(t, keys("--prefix", ""), 21, "an empty prefix is every key")
+	assert.Empty(t, keys("--prefix", "k1"))
+	r := kvctl(t, "scan", "--dir", dir, "--prefix", "k", "--start", "k00005")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "without --start and --end")
 
 	// Text: key TAB value, a line each.
 	out := kvctl(t, "scan", "--dir", dir, "--start", "k00018").ok(t)
@@ -59,7 +68,7 @@ func TestScan(t *testing.T) {
 	pairs := decodeLines[pair](t, kvctl(t, "scan", "--dir", dir, "--limit", "1", "--json").ok(t))
 	assert.Equal(t, []pair{{Key: "k00000", Value: "v0"}}, pairs)
 
-	r := kvctl(t, "scan", "--dir", dir, "--start", "b", "--end", "a")
+	r = kvctl(t, "scan", "--dir", dir, "--start", "b", "--end", "a")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "invalid range")
 }
