@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/scan"
 )
@@ -18,15 +20,26 @@ import (
 // — runs on the caller's goroutine. A malformed request is an error that
 // names the field, never a panic.
 func (db *DB) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error) {
+	var snap *pebble.Snapshot
+	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(snap, spec) }
+	release := func() { _ = snap.Close() }
+	return db.coprocessor(ctx, req, func() { snap = db.pdb.NewSnapshot() }, open, release, db.closedOr)
+}
+
+// coprocessor runs req over the view open opens cursors on: start, called
+// under mu once the request is checked, takes the view (the DB's: a Pebble
+// snapshot of its own; a Snapshot's: nothing), release lets it go, and
+// closedOr words failures.
+func (db *DB) coprocessor(ctx context.Context, req *coproc.Request, start func(), open func(scan.Spec) (*scan.Cursor, error), release func(), closedOr func(error) error) (*coproc.Response, error) {
 	if req == nil {
-		return nil, db.closedOr(fmt.Errorf("kv: coprocessor: %w: nil request", coproc.ErrInvalidRequest))
+		return nil, closedOr(fmt.Errorf("kv: coprocessor: %w: nil request", coproc.ErrInvalidRequest))
 	}
 	o, err := spawnOptions(ctx, db.groupsIfControlled())
 	if err != nil {
-		return nil, db.closedOr(copError(err))
+		return nil, closedOr(copError(err))
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, db.closedOr(copError(err))
+		return nil, closedOr(copError(err))
 	}
 	if err := db.enter(); err != nil {
 		return nil, copError(err)
@@ -34,9 +47,7 @@ func (db *DB) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Res
 	// The read lock is held until the snapshot belongs to the task and the
 	// task to the pool (or, direct, until it has run): Close cannot close
 	// Pebble under it.
-	snap := db.pdb.NewSnapshot()
-	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(snap, spec) }
-	release := func() { _ = snap.Close() }
+	start()
 	t, err := coproc.NewTask(ctx, req, open, release)
 	if err != nil {
 		release()

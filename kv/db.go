@@ -54,6 +54,11 @@ type DB struct {
 
 	closers []io.Closer // closed after Pebble
 
+	// snapshots are the open snapshots, which Close closes; nil once Close
+	// has taken them.
+	snapMu    sync.Mutex
+	snapshots map[*Snapshot]struct{}
+
 	// writeMu orders writes against a range deletion with an open end:
 	// writes hold it shared, and such a deletion holds it exclusively
 	// while it finds the last key and deletes up to it, so that no key
@@ -175,7 +180,7 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, close
 	// Check reads table files with the options Pebble runs with.
 	po = po.Clone()
 	po.EnsureDefaults()
-	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, closers: closers, groups: resource.NewManager(), closeDone: make(chan struct{})}
+	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*Snapshot]struct{}{}, closers: closers, groups: resource.NewManager(), closeDone: make(chan struct{})}
 	if o.NoSync {
 		db.wopts = pebble.NoSync
 	}
@@ -256,6 +261,9 @@ func (db *DB) Close() error {
 	for d := range direct {
 		d.End(ErrClosed)
 	}
+	// No read uses a snapshot now (the pool and the direct scans have
+	// ended, and direct reads hold mu): Pebble's are closed before Pebble.
+	errs = append(errs, db.closeSnapshots())
 
 	// Wait for calls that were already in Pebble when closed was set.
 	db.mu.Lock()

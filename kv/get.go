@@ -131,6 +131,8 @@ type getTask struct {
 	// straight to Pebble.
 	missed bool
 	gen    cacheStamp
+	// snap, when set, is the snapshot the Get reads (Snapshot.Get).
+	snap *Snapshot
 }
 
 // serveFromCache is Get's fast path, run by Pool.Bypass: a hit is the
@@ -152,7 +154,7 @@ func (t *getTask) serveFromCache() (int64, bool) {
 // reset readies t for its next Get and recycles it.
 func (t *getTask) reset() {
 	t.db, t.key, t.val, t.err = nil, nil, nil, nil
-	t.missed, t.gen = false, cacheStamp{}
+	t.missed, t.gen, t.snap = false, cacheStamp{}, nil
 	t.waiting.Store(false)
 	getTasks.Put(t)
 }
@@ -160,6 +162,10 @@ func (t *getTask) reset() {
 var getTasks = sync.Pool{New: func() any { return &getTask{done: make(chan struct{}, 1)} }}
 
 func (t *getTask) Step(*readpool.StepContext) readpool.Status {
+	if t.snap != nil {
+		t.val, t.err = t.snap.read(t.key)
+		return readpool.Ready
+	}
 	if !t.missed {
 		t.val, t.err = t.db.read(t.key)
 		return readpool.Ready

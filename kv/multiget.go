@@ -27,20 +27,27 @@ const shortMultiGet = 16
 // like a scan. It does not consult the row cache: hits taken at different
 // moments would not be one view.
 func (db *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	return db.multiGet(ctx, keys, db.pdb.NewIter, db.closedOr)
+}
+
+// multiGet is a MultiGet over the view newIter opens (the store's or a
+// snapshot's); closedOr words its failures.
+func (db *DB) multiGet(ctx context.Context, keys [][]byte, newIter func(*pebble.IterOptions) (*pebble.Iterator, error), closedOr func(error) error) ([][]byte, error) {
 	for _, k := range keys {
 		if len(k) == 0 {
-			return nil, db.closedOr(multiGetError(len(keys), ErrEmptyKey))
+			return nil, closedOr(multiGetError(len(keys), ErrEmptyKey))
 		}
 	}
 	o, err := spawnOptions(ctx, db.groupsIfControlled())
 	if err != nil {
-		return nil, db.closedOr(multiGetError(len(keys), err))
+		return nil, closedOr(multiGetError(len(keys), err))
 	}
-	t := newMultiGet(db.pdb, keys)
+	t := newMultiGet(newIter, keys)
 	if db.pool == nil {
 		if err := ctx.Err(); err != nil {
-			return nil, db.closedOr(multiGetError(len(keys), err))
+			return nil, closedOr(multiGetError(len(keys), err))
 		}
+		// Under mu, shared, as a call into Pebble is: Close waits for it.
 		if err := db.enter(); err != nil {
 			return nil, multiGetError(len(keys), err)
 		}
@@ -50,12 +57,12 @@ func (db *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	} else {
 		o.Inline, o.Short = true, len(keys) <= shortMultiGet
 		if err := db.pool.Go(ctx, t, o); err != nil {
-			return nil, db.closedOr(multiGetError(len(keys), err))
+			return nil, closedOr(multiGetError(len(keys), err))
 		}
 		<-t.done
 	}
 	if t.err != nil {
-		return nil, db.closedOr(multiGetError(len(keys), t.err))
+		return nil, closedOr(multiGetError(len(keys), t.err))
 	}
 	return t.vals, nil
 }
@@ -67,18 +74,18 @@ func multiGetError(n int, err error) error {
 
 // multiGetTask is a MultiGet as a read-pool task.
 type multiGetTask struct {
-	pdb   *pebble.DB
-	keys  [][]byte
-	order []int // indexes of keys, in key order
-	next  int   // the next of order to read
-	vals  [][]byte
-	it    *pebble.Iterator
-	err   error
-	done  chan struct{}
+	newIter func(*pebble.IterOptions) (*pebble.Iterator, error)
+	keys    [][]byte
+	order   []int // indexes of keys, in key order
+	next    int   // the next of order to read
+	vals    [][]byte
+	it      *pebble.Iterator
+	err     error
+	done    chan struct{}
 }
 
-func newMultiGet(pdb *pebble.DB, keys [][]byte) *multiGetTask {
-	t := &multiGetTask{pdb: pdb, keys: keys, order: make([]int, len(keys)), vals: make([][]byte, len(keys)), done: make(chan struct{})}
+func newMultiGet(newIter func(*pebble.IterOptions) (*pebble.Iterator, error), keys [][]byte) *multiGetTask {
+	t := &multiGetTask{newIter: newIter, keys: keys, order: make([]int, len(keys)), vals: make([][]byte, len(keys)), done: make(chan struct{})}
 	for i := range t.order {
 		t.order[i] = i
 	}
@@ -91,7 +98,7 @@ func newMultiGet(pdb *pebble.DB, keys [][]byte) *multiGetTask {
 // bytes.
 func (t *multiGetTask) read(yield func() bool, charge func(rows, bytes int64)) bool {
 	if t.it == nil {
-		if t.it, t.err = t.pdb.NewIter(nil); t.err != nil {
+		if t.it, t.err = t.newIter(nil); t.err != nil {
 			t.it = nil
 			return true
 		}

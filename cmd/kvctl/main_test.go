@@ -108,7 +108,7 @@ func TestRun_HelpOnEveryCommand(t *testing.T) {
 		}
 	}
 	walk(newRootCmd(io.Discard, io.Discard))
-	assert.Equal(t, 13, n, "kvctl, 3 live commands (groups with set and delete), 7 offline commands")
+	assert.Equal(t, 14, n, "kvctl, 3 live commands (groups with set and delete), 8 offline commands")
 }
 
 func TestRun_UsageErrors(t *testing.T) {
