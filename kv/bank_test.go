@@ -299,3 +299,39 @@ func bankScan(db *DB, reverse bool) (sum int64, rows int, st ReadStats, err erro
 	}
 	return sum, rows, it.Stats(), it.Err()
 }
+
+// startTransfers fills the bank's accounts in db and starts bankWriters
+// writers transferring between them until the returned stop is called
+// (which waits for them); moved counts the transfers made.
+func startTransfers(t *testing.T, db *DB, seed uint64) (moved *atomic.Int64, stop func()) {
+	b := db.NewBatch()
+	for i := range bankAccounts {
+		b.Set(bankKey(i), bankRow(t, bankInitial))
+	}
+	require.NoError(t, db.Apply(b))
+	var locks [bankAccounts]sync.Mutex
+	var done atomic.Bool
+	moved = new(atomic.Int64)
+	var writers sync.WaitGroup
+	for w := range bankWriters {
+		writers.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for !done.Load() && bankTransfer(t, db, rng, &locks) {
+				moved.Add(1)
+			}
+		})
+	}
+	return moved, func() {
+		done.Store(true)
+		writers.Wait()
+	}
+}
+
+// bankKeys are the accounts' keys, in order.
+func bankKeys() [][]byte {
+	keys := make([][]byte, bankAccounts)
+	for i := range keys {
+		keys[i] = bankKey(i)
+	}
+	return keys
+}

@@ -2,11 +2,8 @@ package kv
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,24 +58,8 @@ func TestCheckpoint_CopyOpensWithEveryAcknowledgedWrite(t *testing.T) {
 func TestCheckpoint_DuringTransfers(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, filepath.Join(dir, "db"), &Options{NoSync: true})
-	b := db.NewBatch()
-	for i := range bankAccounts {
-		b.Set(bankKey(i), bankRow(t, bankInitial))
-	}
-	require.NoError(t, db.Apply(b))
-
-	var locks [bankAccounts]sync.Mutex
-	var stop atomic.Bool
-	var moved atomic.Int64
-	var writers sync.WaitGroup
-	for w := range bankWriters {
-		writers.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			for !stop.Load() && bankTransfer(t, db, rng, &locks) {
-				moved.Add(1)
-			}
-		})
-	}
+	moved, stop := startTransfers(t, db, 7)
+	defer stop()
 	for moved.Load() < 200 && !t.Failed() {
 		time.Sleep(time.Millisecond) // let the transfers get going
 	}
@@ -88,8 +69,7 @@ func TestCheckpoint_DuringTransfers(t *testing.T) {
 		require.NoError(t, db.Checkpoint(to))
 		copies = append(copies, to)
 	}
-	stop.Store(true)
-	writers.Wait()
+	stop()
 
 	for _, to := range copies {
 		cp, err := Open(to, &Options{ReadOnly: true})
@@ -106,12 +86,4 @@ func TestCheckpoint_DuringTransfers(t *testing.T) {
 		require.NoError(t, cp.Close())
 	}
 	t.Logf("%d transfers ran beside %d checkpoints", moved.Load(), len(copies))
-}
-
-func bankKeys() [][]byte {
-	keys := make([][]byte, bankAccounts)
-	for i := range keys {
-		keys[i] = bankKey(i)
-	}
-	return keys
 }

@@ -47,14 +47,20 @@ func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 			return val, nil
 		}
 	}
+	return t.run(ctx, o)
+}
+
+// run spawns t, a Get, in the pool as a point read, waits for it and
+// recycles it.
+func (t *getTask) run(ctx context.Context, o readpool.SpawnOptions) ([]byte, error) {
 	o.Inline, o.Short = true, true
-	err = db.pool.Go(ctx, t, o)
+	err := t.db.pool.Go(ctx, t, o)
 	if err == nil {
 		t.waiting.Store(true)
 		<-t.done
 		err = t.err
 	}
-	val := t.val
+	key, val := t.key, t.val
 	t.reset()
 	if err != nil {
 		return nil, getError(key, err)

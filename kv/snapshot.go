@@ -143,19 +143,7 @@ func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 	}
 	t := getTasks.Get().(*getTask)
 	t.db, t.key, t.snap = db, key, s
-	o.Inline, o.Short = true, true
-	err = db.pool.Go(ctx, t, o)
-	if err == nil {
-		t.waiting.Store(true)
-		<-t.done
-		err = t.err
-	}
-	val := t.val
-	t.reset()
-	if err != nil {
-		return nil, getError(key, err)
-	}
-	return val, nil
+	return t.run(ctx, o)
 }
 
 // MultiGet is DB.MultiGet on the snapshot's view.

@@ -2,9 +2,6 @@ package kv
 
 import (
 	"context"
-	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -136,26 +133,8 @@ func TestSnapshot_CloseAndDBClose(t *testing.T) {
 // through every kind of read while the transfers go on.
 func TestSnapshot_DuringTransfers(t *testing.T) {
 	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
-	b := db.NewBatch()
-	for i := range bankAccounts {
-		b.Set(bankKey(i), bankRow(t, bankInitial))
-	}
-	require.NoError(t, db.Apply(b))
-
-	var locks [bankAccounts]sync.Mutex
-	var stop atomic.Bool
-	var writers sync.WaitGroup
-	for w := range bankWriters {
-		writers.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 11))
-			for !stop.Load() && bankTransfer(t, db, rng, &locks) {
-			}
-		})
-	}
-	defer func() {
-		stop.Store(true)
-		writers.Wait()
-	}()
+	_, stop := startTransfers(t, db, 11)
+	defer stop()
 	ctx := context.Background()
 	for range 5 {
 		s, err := db.NewSnapshot(ctx)
