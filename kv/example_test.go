@@ -110,3 +110,103 @@ func ExampleDB_ResourceGroups() {
 	// batch true
 	// default false
 }
+
+func ExamplePrefixEnd() {
+	db, err := kv.Open("", &kv.Options{InMemory: true})
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	for _, k := range []string{"user/1", "user/2", "user0", "users"} {
+		if err := db.Set([]byte(k), nil); err != nil {
+			panic(err)
+		}
+	}
+	prefix := []byte("user/")
+	it := db.Scan(context.Background(), prefix, kv.PrefixEnd(prefix), &kv.ScanOptions{KeysOnly: true})
+	defer it.Close()
+	for k := range it.All() {
+		fmt.Println(string(k))
+	}
+	// Output:
+	// user/1
+	// user/2
+}
+
+func ExampleDB_Write() {
+	db, err := kv.Open("", &kv.Options{InMemory: true})
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	for _, k := range []string{"session/a", "session/b", "user/1"} {
+		if err := db.Set([]byte(k), []byte("old")); err != nil {
+			panic(err)
+		}
+	}
+	// One atomic batch: all of it or none.
+	b := db.NewBatch()
+	b.DeleteRange([]byte("session/"), kv.PrefixEnd([]byte("session/")))
+	b.Set([]byte("user/1"), []byte("new"))
+	if err := db.Write(ctx, b); err != nil {
+		panic(err)
+	}
+	vals, err := db.MultiGet(ctx, [][]byte{[]byte("session/a"), []byte("user/1")})
+	fmt.Printf("%q %q %v\n", vals[0], vals[1], err)
+	// Output:
+	// "" "new" <nil>
+}
+
+func ExampleDB_NewSnapshot() {
+	db, err := kv.Open("", &kv.Options{InMemory: true})
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	_ = db.Set([]byte("from"), []byte("100"))
+	_ = db.Set([]byte("to"), []byte("0"))
+
+	snap, err := db.NewSnapshot(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer snap.Close()
+	// A transfer after the snapshot: the snapshot's two reads still agree.
+	b := db.NewBatch()
+	b.Set([]byte("from"), []byte("60"))
+	b.Set([]byte("to"), []byte("40"))
+	if err := db.Write(ctx, b); err != nil {
+		panic(err)
+	}
+	from, _ := snap.Get(ctx, []byte("from"))
+	to, _ := snap.Get(ctx, []byte("to"))
+	fmt.Printf("snapshot: from=%s to=%s\n", from, to)
+	now, _ := db.MultiGet(ctx, [][]byte{[]byte("from"), []byte("to")})
+	fmt.Printf("now: from=%s to=%s\n", now[0], now[1])
+	// Output:
+	// snapshot: from=100 to=0
+	// now: from=60 to=40
+}
+
+func ExampleDB_MultiGet() {
+	db, err := kv.Open("", &kv.Options{InMemory: true})
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	_ = db.Set([]byte("a"), []byte("1"))
+	_ = db.Set([]byte("empty"), []byte{})
+	vals, err := db.MultiGet(context.Background(), [][]byte{[]byte("a"), []byte("missing"), []byte("empty"), []byte("a")})
+	for _, v := range vals {
+		fmt.Printf("%q nil=%v\n", v, v == nil)
+	}
+	fmt.Println(err)
+	// Output:
+	// "1" nil=false
+	// "" nil=true
+	// "" nil=false
+	// "1" nil=false
+	// <nil>
+}

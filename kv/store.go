@@ -1,0 +1,23 @@
+package kv
+
+import (
+	"context"
+
+	"github.com/coopkv/coopkv/coproc"
+)
+
+// Store is what an application programs against, so that the same code
+// runs on the embedded *DB and on a TiKV cluster (package kv/tikv). Every
+// method that may cross a network takes a context. *DB implements it.
+type Store interface {
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error)
+	Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator
+	Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error)
+	NewBatch() *Batch
+	Write(ctx context.Context, b *Batch) error
+	NewSnapshot(ctx context.Context) (*Snapshot, error)
+	Close() error
+}
+
+var _ Store = (*DB)(nil)
