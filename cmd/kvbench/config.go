@@ -29,6 +29,7 @@ type config struct {
 	clients       int           // goroutines issuing the foreground operations
 	scanners      int           // noisy, cop: goroutines looping on long scans or aggregates
 	scanLen       int           // scan, groups: keys per scan
+	multiGetKeys  int           // multiget: keys per MultiGet
 	longScanLen   int           // noisy, cop: keys per long scan or aggregate, capped at keys
 	think         time.Duration // noisy, cop: one Get client's interval between Gets
 	arrival       string        // noisy, cop: when the Get clients' Gets are due, arrivalFixed or arrivalThink
@@ -89,6 +90,7 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.clients, "clients", 4, "client goroutines (noisy: the Get clients; groups: the oltp group's)")
 	fs.IntVar(&c.scanners, "scanners", 8, "noisy, cop: goroutines looping on long scans (cop: on aggregates)")
 	fs.IntVar(&c.scanLen, "scan-len", 1_000, "scan, groups: keys per range scan")
+	fs.IntVar(&c.multiGetKeys, "multiget-keys", 100, "multiget: keys per MultiGet (and per loop of Gets)")
 	fs.IntVar(&c.longScanLen, "long-scan-len", 100_000, "noisy, cop: keys per long scan or aggregate (at most --keys)")
 	fs.DurationVar(&c.think, "think", 200*time.Microsecond, "noisy, cop: one Get client's interval: between two Gets due (--arrival fixed) or after one returns (--arrival think); "+
 		"the clients offer --clients / --think Gets per second")
@@ -148,6 +150,12 @@ func (c *config) validate() error {
 	}
 	if c.scanners < 0 {
 		bad("--scanners must not be negative, not %d", c.scanners)
+	}
+	if c.multiGetKeys < 1 {
+		bad("--multiget-keys must be at least 1, not %d", c.multiGetKeys)
+	}
+	if slices.Contains(c.workloads, "multiget") && c.clients < 2 {
+		bad("--workload multiget pairs its clients (a MultiGet and Gets of the same keys): --clients must be at least 2, not %d", c.clients)
 	}
 	if c.scanLen < 1 {
 		bad("--scan-len must be at least 1, not %d", c.scanLen)

@@ -16,10 +16,12 @@ const (
 	classInsert
 	classRMW
 	classCop
+	classMultiGet // one MultiGet of --multiget-keys keys
+	classGets     // as many Gets of the same keys, one after another
 	numClasses
 )
 
-var classNames = [numClasses]string{"get", "scan", "update", "insert", "rmw", "cop"}
+var classNames = [numClasses]string{"get", "scan", "update", "insert", "rmw", "cop", "multiget", "gets"}
 
 func (c class) String() string { return classNames[c] }
 

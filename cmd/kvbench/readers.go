@@ -28,6 +28,49 @@ func getWorkload() *workload {
 	}
 }
 
+// multiGetWorkload is, from --clients goroutines back to back, MultiGets
+// of --multiget-keys uniform random keys (class "multiget", the even
+// clients) and the same keys read by as many Gets one after another
+// (class "gets", the odd clients): clients 2i and 2i+1 draw the same key
+// sets, and each class's ops/s counts sets of keys read, so the two
+// compare directly.
+func multiGetWorkload() *workload {
+	return &workload{
+		name:    "multiget",
+		classes: []class{classMultiGet, classGets},
+		clients: func(e *env) []client {
+			cs := make([]client, e.cfg.clients)
+			for i := range cs {
+				r := e.rand(i / 2)
+				keys := make([][]byte, e.cfg.multiGetKeys)
+				draw := func() {
+					for j := range keys {
+						keys[j] = appendKey(keys[j][:0], r.Int64N(e.keys.count()))
+					}
+				}
+				if i%2 == 0 {
+					cs[i] = closedLoop(func(ctx context.Context) (class, error) {
+						draw()
+						_, err := e.db.MultiGet(ctx, keys)
+						return classMultiGet, err
+					})
+					continue
+				}
+				cs[i] = closedLoop(func(ctx context.Context) (class, error) {
+					draw()
+					for _, k := range keys {
+						if _, err := e.db.Get(ctx, k); err != nil {
+							return classGets, err
+						}
+					}
+					return classGets, nil
+				})
+			}
+			return cs
+		},
+	}
+}
+
 // scanWorkload is range scans of --scan-len keys from uniform random
 // starts, from --clients goroutines, back to back.
 func scanWorkload() *workload {

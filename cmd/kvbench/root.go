@@ -121,6 +121,12 @@ max_us, beside arrival, offered_per_sec, achieved_pct and service_p50_us
 ... service_max_us. groups' oltp Gets are always on a fixed schedule, at
 --oltp-rate.
 
+"multiget" compares a MultiGet of --multiget-keys random keys (class
+"multiget", the even clients) with the same keys read by as many Gets
+one after another (class "gets", the odd clients: clients 2i and 2i+1
+draw the same keys); each class's ops/s counts sets of keys read. It
+needs --clients 2 or more.
+
 "cop" puts the coprocessor in the scans' place: its store's values are
 msgpack rows ({"region", "amount", "ts", and a random pad out to
 --value-size}), and --scanners goroutines loop on aggregate requests over

@@ -62,6 +62,7 @@ func (e *env) rand(i int) *rand.Rand { return newRand(e.seed, uint64(i)) }
 var workloadList = []*workload{
 	getWorkload(),
 	scanWorkload(),
+	multiGetWorkload(),
 	noisyWorkload(),
 	copScanWorkload(),
 	copWorkload(),
