@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"iter"
+	"sync/atomic"
 	"time"
 
 	"github.com/coopkv/coopkv/scan"
@@ -156,12 +157,15 @@ type Iterator struct {
 
 	keysOnly   bool
 	start, end []byte // for the words of errors
+	// closed is set by Close, from any goroutine: Next then says there is
+	// no pair, also within the batch it holds.
+	closed atomic.Bool
 }
 
 // Next moves to the next pair and reports whether there is one. After it
 // returns false, Err says whether the scan ended complete.
 func (it *Iterator) Next() bool {
-	if it.err != nil || it.src == nil {
+	if it.err != nil || it.src == nil || it.closed.Load() {
 		return false
 	}
 	if it.cur != nil && it.i+1 < it.cur.Len() {
@@ -200,8 +204,10 @@ func (it *Iterator) Err() error { return it.err }
 
 // Close ends the scan and frees its task at once: a waiting or queued task
 // is ended on this goroutine, a running one at the end of its step, and
-// Close returns when its Pebble iterator is closed. Idempotent.
+// Close returns when its Pebble iterator is closed. Next returns false from
+// then on, also for rows already buffered. Idempotent.
 func (it *Iterator) Close() error {
+	it.closed.Store(true)
 	if it.src == nil {
 		return nil
 	}
