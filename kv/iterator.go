@@ -93,7 +93,7 @@ func (db *DB) startScan(ctx context.Context, spec scan.Spec, snap *Snapshot) (sc
 	}
 	var r scan.Reader = db.pdb
 	if snap != nil {
-		r = snap
+		r = snapshotReader{snap}
 	}
 	c, err := scan.NewCursor(r, spec) // validates spec
 	if err != nil {

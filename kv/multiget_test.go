@@ -25,60 +25,67 @@ var schedulerOptions = []struct {
 	{"no-row-cache", Options{RowCacheSize: -1}},
 }
 
-func TestMultiGet_Semantics(t *testing.T) {
+// forEachScheduler runs f on a fresh in-memory store of each of
+// schedulerOptions, as a subtest.
+func forEachScheduler(t *testing.T, f func(t *testing.T, db *DB)) {
 	for _, c := range schedulerOptions {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.opts
 			o.InMemory, o.NoSync = true, true
-			db := openTest(t, "", &o)
-			ctx := context.Background()
-			require.NoError(t, db.Set([]byte("a"), []byte("1")))
-			require.NoError(t, db.Set([]byte("empty"), []byte{}))
-			require.NoError(t, db.Set([]byte{0x00}, []byte("zero")))
-			require.NoError(t, db.Set([]byte{0xff, 0x00}, []byte("ff")))
-			_, err := db.Get(ctx, []byte("a")) // cached: MultiGet reads Pebble anyway
-			require.NoError(t, err)
-
-			keys := [][]byte{[]byte("missing"), []byte("a"), {0xff, 0x00}, []byte("empty"), []byte("a"), {0x00}, []byte("b")}
-			vals, err := db.MultiGet(ctx, keys)
-			require.NoError(t, err)
-			require.Len(t, vals, len(keys))
-			assert.Nil(t, vals[0], "missing")
-			assert.Equal(t, "1", string(vals[1]))
-			assert.Equal(t, "ff", string(vals[2]))
-			assert.NotNil(t, vals[3], "an empty value is a non-nil empty slice")
-			assert.Empty(t, vals[3])
-			assert.Equal(t, "1", string(vals[4]), "a repeated key")
-			assert.Equal(t, "zero", string(vals[5]))
-			assert.Nil(t, vals[6])
-
-			// The caller owns every slice: changing one changes nothing else.
-			vals[1][0] = 'X'
-			assert.Equal(t, "1", string(vals[4]))
-			got, err := db.Get(ctx, []byte("a"))
-			require.NoError(t, err)
-			assert.Equal(t, "1", string(got))
-
-			none, err := db.MultiGet(ctx, nil)
-			require.NoError(t, err)
-			assert.NotNil(t, none)
-			assert.Empty(t, none)
-
-			_, err = db.MultiGet(ctx, [][]byte{[]byte("a"), {}})
-			assert.ErrorIs(t, err, ErrEmptyKey)
-
-			cctx, cancel := context.WithCancel(ctx)
-			cancel()
-			_, err = db.MultiGet(cctx, [][]byte{[]byte("a")})
-			assert.ErrorIs(t, err, context.Canceled)
-
-			require.NoError(t, db.Close())
-			_, err = db.MultiGet(ctx, [][]byte{[]byte("a")})
-			assert.ErrorIs(t, err, ErrClosed)
-			_, err = db.MultiGet(ctx, [][]byte{{}})
-			assert.ErrorIs(t, err, ErrClosed, "closed comes first")
+			f(t, openTest(t, "", &o))
 		})
 	}
+}
+
+func TestMultiGet_Semantics(t *testing.T) {
+	forEachScheduler(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		require.NoError(t, db.Set([]byte("a"), []byte("1")))
+		require.NoError(t, db.Set([]byte("empty"), []byte{}))
+		require.NoError(t, db.Set([]byte{0x00}, []byte("zero")))
+		require.NoError(t, db.Set([]byte{0xff, 0x00}, []byte("ff")))
+		_, err := db.Get(ctx, []byte("a")) // cached: MultiGet reads Pebble anyway
+		require.NoError(t, err)
+
+		keys := [][]byte{[]byte("missing"), []byte("a"), {0xff, 0x00}, []byte("empty"), []byte("a"), {0x00}, []byte("b")}
+		vals, err := db.MultiGet(ctx, keys)
+		require.NoError(t, err)
+		require.Len(t, vals, len(keys))
+		assert.Nil(t, vals[0], "missing")
+		assert.Equal(t, "1", string(vals[1]))
+		assert.Equal(t, "ff", string(vals[2]))
+		assert.NotNil(t, vals[3], "an empty value is a non-nil empty slice")
+		assert.Empty(t, vals[3])
+		assert.Equal(t, "1", string(vals[4]), "a repeated key")
+		assert.Equal(t, "zero", string(vals[5]))
+		assert.Nil(t, vals[6])
+
+		// The caller owns every slice: changing one changes nothing else.
+		vals[1][0] = 'X'
+		assert.Equal(t, "1", string(vals[4]))
+		got, err := db.Get(ctx, []byte("a"))
+		require.NoError(t, err)
+		assert.Equal(t, "1", string(got))
+
+		none, err := db.MultiGet(ctx, nil)
+		require.NoError(t, err)
+		assert.NotNil(t, none)
+		assert.Empty(t, none)
+
+		_, err = db.MultiGet(ctx, [][]byte{[]byte("a"), {}})
+		assert.ErrorIs(t, err, ErrEmptyKey)
+
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err = db.MultiGet(cctx, [][]byte{[]byte("a")})
+		assert.ErrorIs(t, err, context.Canceled)
+
+		require.NoError(t, db.Close())
+		_, err = db.MultiGet(ctx, [][]byte{[]byte("a")})
+		assert.ErrorIs(t, err, ErrClosed)
+		_, err = db.MultiGet(ctx, [][]byte{{}})
+		assert.ErrorIs(t, err, ErrClosed, "closed comes first")
+	})
 }
 
 // A large MultiGet is one task that yields between keys, and reads every

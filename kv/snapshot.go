@@ -105,8 +105,13 @@ func (s *Snapshot) newIter(o *pebble.IterOptions) (it *pebble.Iterator, err erro
 	return it, err
 }
 
-// NewIter implements scan.Reader.
-func (s *Snapshot) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) { return s.newIter(o) }
+// snapshotReader is a Snapshot as scan.NewCursor reads it, kept off the
+// Snapshot's own methods so that no Pebble iterator escapes the package.
+type snapshotReader struct{ s *Snapshot }
+
+func (r snapshotReader) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
+	return r.s.newIter(o)
+}
 
 // read reads key from the snapshot: a copy of its value, or ErrNotFound.
 func (s *Snapshot) read(key []byte) (val []byte, err error) {
@@ -158,7 +163,7 @@ func (s *Snapshot) Scan(ctx context.Context, start, end []byte, opts *ScanOption
 
 // Coprocessor is DB.Coprocessor on the snapshot's view.
 func (s *Snapshot) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error) {
-	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(s, spec) }
+	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(snapshotReader{s}, spec) }
 	return s.db.coprocessor(ctx, req, func() {}, open, func() {}, s.closedOr)
 }
 

@@ -54,32 +54,27 @@ func snapRow(t *testing.T, v int64) []byte {
 }
 
 func TestSnapshot_IsolatedFromLaterWrites(t *testing.T) {
-	for _, c := range schedulerOptions {
-		t.Run(c.name, func(t *testing.T) {
-			o := c.opts
-			o.InMemory, o.NoSync = true, true
-			db := openTest(t, "", &o)
-			ctx := context.Background()
-			for _, k := range []string{"a", "b", "c1", "c2"} {
-				require.NoError(t, db.Set([]byte(k), snapRow(t, 1)))
-				_, err := db.Get(ctx, []byte(k)) // cached: the snapshot reads past the cache
-				require.NoError(t, err)
-			}
-			s, err := db.NewSnapshot(ctx)
+	forEachScheduler(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		for _, k := range []string{"a", "b", "c1", "c2"} {
+			require.NoError(t, db.Set([]byte(k), snapRow(t, 1)))
+			_, err := db.Get(ctx, []byte(k)) // cached: the snapshot reads past the cache
 			require.NoError(t, err)
-			defer func() { assert.NoError(t, s.Close()) }()
+		}
+		s, err := db.NewSnapshot(ctx)
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, s.Close()) }()
 
-			require.NoError(t, db.Set([]byte("a"), snapRow(t, 2)))
-			require.NoError(t, db.Delete([]byte("b")))
-			require.NoError(t, db.DeleteRange([]byte("c"), []byte("d")))
-			require.NoError(t, db.Set([]byte("new"), snapRow(t, 2)))
-			v, err := db.Get(ctx, []byte("a"))
-			require.NoError(t, err)
-			require.Equal(t, snapRow(t, 2), v, "the store moved on")
+		require.NoError(t, db.Set([]byte("a"), snapRow(t, 2)))
+		require.NoError(t, db.Delete([]byte("b")))
+		require.NoError(t, db.DeleteRange([]byte("c"), []byte("d")))
+		require.NoError(t, db.Set([]byte("new"), snapRow(t, 2)))
+		v, err := db.Get(ctx, []byte("a"))
+		require.NoError(t, err)
+		require.Equal(t, snapRow(t, 2), v, "the store moved on")
 
-			checkSnapshotView(t, s)
-		})
-	}
+		checkSnapshotView(t, s)
+	})
 }
 
 func TestSnapshot_CloseAndDBClose(t *testing.T) {
