@@ -15,6 +15,10 @@ import (
 // as a point read (readpool.SpawnOptions.Short): a few microseconds each.
 const shortMultiGet = 16
 
+// directCheckEvery is how many keys a MultiGet without a pool reads
+// between looks at its context: a few hundred microseconds' worth.
+const directCheckEvery = 64
+
 // MultiGet reads many keys as one read-pool task over one consistent view
 // of the store (a Pebble iterator opened by its first step, so it sees
 // every write that completed before the call). values[i] belongs to
@@ -51,7 +55,16 @@ func (db *DB) multiGet(ctx context.Context, keys [][]byte, newIter func(*pebble.
 		if err := db.enter(); err != nil {
 			return nil, multiGetError(len(keys), err)
 		}
-		t.read(func() bool { return false }, func(int64, int64) {})
+		// No pool to end it at a step: look at ctx every directCheckEvery
+		// keys, so that a deadline holds for a large request too.
+		n := 0
+		stopped := func() bool {
+			n++
+			return n%directCheckEvery == 0 && ctx.Err() != nil
+		}
+		if !t.read(stopped, func(int64, int64) {}) {
+			t.err = ctx.Err()
+		}
 		t.close()
 		db.mu.RUnlock()
 	} else {

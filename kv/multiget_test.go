@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,5 +170,43 @@ func BenchmarkMultiGet(b *testing.B) {
 				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "keys/s")
 			})
 		}
+	}
+}
+
+// endingCtx is a context whose Err says Canceled from its calls-th call
+// on: it ends while a read runs, at a moment the test picks, without a
+// timer.
+type endingCtx struct {
+	context.Context
+	calls, n atomic.Int64
+}
+
+func (c *endingCtx) Err() error {
+	if c.n.Add(1) >= c.calls.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A MultiGet whose context ends while it runs returns the context's error
+// at its next step (pooled) or within directCheckEvery keys (direct).
+func TestMultiGet_DeadlineWhileRunning(t *testing.T) {
+	for _, sched := range []Scheduler{SchedulerMLFQ, SchedulerDirect} {
+		t.Run(string(sched), func(t *testing.T) {
+			db := openTest(t, "", &Options{InMemory: true, NoSync: true, Scheduler: sched, TimeSlice: 20 * time.Microsecond})
+			const n = 20000
+			b := db.NewBatch()
+			keys := make([][]byte, n)
+			for i := range keys {
+				keys[i] = keyN(i)
+				b.Set(keys[i], []byte("v"))
+			}
+			require.NoError(t, db.Apply(b))
+			ctx := &endingCtx{Context: context.Background()}
+			ctx.calls.Store(2) // the call's own look passes; the next one ends it
+			_, err := db.MultiGet(ctx, keys)
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.Less(t, ctx.n.Load(), int64(10), "it stopped at its first look after the start")
+		})
 	}
 }
