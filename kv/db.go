@@ -409,23 +409,9 @@ func (db *DB) writeFailed(key []byte, gen cacheStamp) {
 // order they were added: a Set after a DeleteRange that covers its key
 // survives it.
 type Batch struct {
-	ops []batchOp
+	ops []BatchOp
 	err error // sticky until Reset: an empty key or an invalid range
 }
-
-type batchOp struct {
-	kind  opKind
-	key   []byte // the range's start for a range deletion ([]byte{}: open)
-	value []byte // the range's end for a range deletion (nil: open)
-}
-
-type opKind uint8
-
-const (
-	opSet opKind = iota
-	opDelete
-	opDeleteRange
-)
 
 // NewBatch returns an empty batch.
 func (db *DB) NewBatch() *Batch { return &Batch{} }
@@ -438,7 +424,7 @@ func (b *Batch) Set(key, value []byte) {
 		b.fail(ErrEmptyKey)
 		return
 	}
-	b.ops = append(b.ops, batchOp{kind: opSet, key: append([]byte(nil), key...), value: append([]byte(nil), value...)})
+	b.ops = append(b.ops, BatchOp{Kind: OpSet, Key: append([]byte(nil), key...), Value: append([]byte(nil), value...)})
 }
 
 // Delete adds a deletion of key. An empty key is not added, and makes Apply
@@ -448,7 +434,7 @@ func (b *Batch) Delete(key []byte) {
 		b.fail(ErrEmptyKey)
 		return
 	}
-	b.ops = append(b.ops, batchOp{kind: opDelete, key: append([]byte(nil), key...)})
+	b.ops = append(b.ops, BatchOp{Kind: OpDelete, Key: append([]byte(nil), key...)})
 }
 
 // DeleteRange adds the deletion of every key in [start, end); a nil start
@@ -460,9 +446,9 @@ func (b *Batch) DeleteRange(start, end []byte) {
 		b.fail(fmt.Errorf("%w: delete range from %q to %q: start is after end", ErrInvalidRange, start, end))
 		return
 	}
-	op := batchOp{kind: opDeleteRange, key: append([]byte{}, start...)}
+	op := BatchOp{Kind: OpDeleteRange, Key: append([]byte{}, start...)}
 	if end != nil {
-		op.value = append([]byte{}, end...)
+		op.Value = append([]byte{}, end...)
 	}
 	b.ops = append(b.ops, op)
 }
@@ -489,7 +475,7 @@ func (b *Batch) Reset() {
 // openRange reports whether b deletes a range with an open end.
 func (b *Batch) openRange() bool {
 	for _, op := range b.ops {
-		if op.kind == opDeleteRange && op.value == nil {
+		if op.Kind == OpDeleteRange && op.Value == nil {
 			return true
 		}
 	}
@@ -524,22 +510,22 @@ func (db *DB) Apply(b *Batch) error {
 	ranges := 0
 	for _, op := range b.ops {
 		var err error
-		switch op.kind {
-		case opDelete:
-			err = pb.Delete(op.key, nil)
-		case opDeleteRange:
+		switch op.Kind {
+		case OpDelete:
+			err = pb.Delete(op.Key, nil)
+		case OpDeleteRange:
 			ranges++
-			end := op.value
+			end := op.Value
 			if end == nil {
-				if end, err = db.rangeEnd(op.key); end == nil && err == nil {
+				if end, err = db.rangeEnd(op.Key); end == nil && err == nil {
 					continue // no key at or after start
 				}
 			}
 			if err == nil {
-				err = pb.DeleteRange(op.key, end, nil)
+				err = pb.DeleteRange(op.Key, end, nil)
 			}
 		default:
-			err = pb.Set(op.key, op.value, nil)
+			err = pb.Set(op.Key, op.Value, nil)
 		}
 		if err != nil {
 			return fmt.Errorf("kv: apply: %w", err)
@@ -550,8 +536,8 @@ func (db *DB) Apply(b *Batch) error {
 	if db.cache != nil {
 		gens = make([]cacheStamp, len(b.ops))
 		for i, op := range b.ops {
-			if op.kind != opDeleteRange {
-				gens[i] = db.cache.beforeWrite(op.key)
+			if op.Kind != OpDeleteRange {
+				gens[i] = db.cache.beforeWrite(op.Key)
 			}
 		}
 		if ranges > 0 {
@@ -564,8 +550,8 @@ func (db *DB) Apply(b *Batch) error {
 	}
 	if err != nil {
 		for i, op := range b.ops {
-			if gens != nil && op.kind != opDeleteRange {
-				db.writeFailed(op.key, gens[i])
+			if gens != nil && op.Kind != OpDeleteRange {
+				db.writeFailed(op.Key, gens[i])
 			}
 		}
 		return fmt.Errorf("kv: apply %d writes: %w", len(b.ops), err)
@@ -575,14 +561,14 @@ func (db *DB) Apply(b *Batch) error {
 	// two values of a key is never served. Nor does a write beside a range
 	// deletion: the range word moved while it was in flight.
 	for i, op := range b.ops {
-		if op.kind == opDeleteRange {
+		if op.Kind == OpDeleteRange {
 			continue
 		}
 		var gen cacheStamp
 		if gens != nil {
 			gen = gens[i]
 		}
-		db.written(op.key, op.value, op.kind == opDelete, gen)
+		db.written(op.Key, op.Value, op.Kind == OpDelete, gen)
 	}
 	return nil
 }

@@ -149,9 +149,13 @@ func (db *DB) untrack(d *scan.Direct) {
 // kv, 1–100 rows, allocated 1.3 KB each read to their end and 8.4 KB each
 // closed at their last row (BenchmarkStore/ShortScan).
 type Iterator struct {
-	src scan.Source // nil when the scan failed to start
+	src scan.Source // nil when the scan failed to start, or for rows
+	// rows is a backend's scan (NewIterator), read a pair at a time into
+	// key and val; nil for a Scan of *DB.
+	rows     Rows
+	key, val []byte
 	// Touched only by the goroutine that calls Next.
-	cur *scan.Batch
+	cur *scan.Batch // nil for rows
 	i   int
 	err error
 
@@ -165,8 +169,11 @@ type Iterator struct {
 // Next moves to the next pair and reports whether there is one. After it
 // returns false, Err says whether the scan ended complete.
 func (it *Iterator) Next() bool {
-	if it.err != nil || it.src == nil || it.closed.Load() {
+	if it.err != nil || it.closed.Load() {
 		return false
+	}
+	if it.src == nil {
+		return it.rows != nil && it.nextRow()
 	}
 	if it.cur != nil && it.i+1 < it.cur.Len() {
 		it.i++
@@ -183,7 +190,7 @@ func (it *Iterator) Next() bool {
 // Key returns the current key; valid until the next call of Next.
 func (it *Iterator) Key() []byte {
 	if it.cur == nil {
-		return nil
+		return it.key // a backend's, or nil
 	}
 	return it.cur.Key(it.i)
 }
@@ -191,8 +198,11 @@ func (it *Iterator) Key() []byte {
 // Value returns the current value (nil for a KeysOnly scan); valid until
 // the next call of Next.
 func (it *Iterator) Value() []byte {
-	if it.cur == nil || it.keysOnly {
+	if it.keysOnly {
 		return nil
+	}
+	if it.cur == nil {
+		return it.val // a backend's, or nil
 	}
 	return it.cur.Value(it.i)
 }
@@ -209,6 +219,9 @@ func (it *Iterator) Err() error { return it.err }
 func (it *Iterator) Close() error {
 	it.closed.Store(true)
 	if it.src == nil {
+		if it.rows != nil {
+			return it.rows.Close()
+		}
 		return nil
 	}
 	return it.src.Close()
@@ -229,6 +242,9 @@ func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
 // Stats reports how the scan has waited and run so far.
 func (it *Iterator) Stats() ReadStats {
 	if it.src == nil {
+		if s, ok := it.rows.(interface{ Stats() ReadStats }); ok {
+			return s.Stats()
+		}
 		return ReadStats{}
 	}
 	s := it.src.Stats()

@@ -26,11 +26,16 @@ import (
 // Scan or MultiGet already running through a snapshot when it is closed
 // finishes on the view it opened. A Snapshot is safe for concurrent use.
 type Snapshot struct {
-	db *DB
+	db *DB // nil for a backend's snapshot
 	// mu guards snap against Close: every call into it holds mu shared,
-	// and Close takes it alone (Pebble panics on a closed snapshot).
+	// and Close takes it alone (Pebble panics on a closed snapshot). For
+	// a backend's snapshot it guards backendClosed.
 	mu   sync.RWMutex
 	snap *pebble.Snapshot // nil once closed
+	// backend, when not nil, is the snapshot of a backend other than *DB
+	// (NewSnapshotFrom), which serves every read.
+	backend       SnapshotBackend
+	backendClosed bool
 }
 
 // NewSnapshot returns a snapshot of the store as of now. It fails with
@@ -53,6 +58,9 @@ func (db *DB) NewSnapshot(ctx context.Context) (*Snapshot, error) {
 // Close releases the snapshot: later reads through it fail with ErrClosed.
 // It is idempotent and returns nil also after DB.Close closed it.
 func (s *Snapshot) Close() error {
+	if s.backend != nil {
+		return s.closeBackend()
+	}
 	err := s.release()
 	s.db.snapMu.Lock()
 	if s.db.snapshots != nil {
@@ -131,6 +139,12 @@ func (s *Snapshot) read(key []byte) (val []byte, err error) {
 
 // Get is DB.Get on the snapshot's view (without the row cache).
 func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if s.backend != nil {
+		if !s.backendOpen() {
+			return nil, ErrClosed
+		}
+		return s.backend.Get(ctx, key)
+	}
 	if len(key) == 0 {
 		return nil, s.closedOr(ErrEmptyKey)
 	}
@@ -153,16 +167,34 @@ func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 
 // MultiGet is DB.MultiGet on the snapshot's view.
 func (s *Snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	if s.backend != nil {
+		if !s.backendOpen() {
+			return nil, ErrClosed
+		}
+		return s.backend.MultiGet(ctx, keys)
+	}
 	return s.db.multiGet(ctx, keys, s.newIter, s.closedOr)
 }
 
 // Scan is DB.Scan on the snapshot's view.
 func (s *Snapshot) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator {
+	if s.backend != nil {
+		if !s.backendOpen() {
+			return &Iterator{err: ErrClosed}
+		}
+		return s.backend.Scan(ctx, start, end, opts)
+	}
 	return s.db.scan(ctx, start, end, opts, s)
 }
 
 // Coprocessor is DB.Coprocessor on the snapshot's view.
 func (s *Snapshot) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error) {
+	if s.backend != nil {
+		if !s.backendOpen() {
+			return nil, ErrClosed
+		}
+		return s.backend.Coprocessor(ctx, req)
+	}
 	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(snapshotReader{s}, spec) }
 	return s.db.coprocessor(ctx, req, func() {}, open, func() {}, s.closedOr)
 }

@@ -1,0 +1,125 @@
+package kv
+
+import (
+	"context"
+	"io"
+	"slices"
+
+	"github.com/coopkv/coopkv/coproc"
+)
+
+// This file is the driver surface: what a backend other than *DB (package
+// kv/tikv, a test double) needs to implement Store with kv's own concrete
+// Iterator, Snapshot and Batch, the way database/sql/driver serves
+// database/sql. The embedded store does not go through it: an Iterator or
+// Snapshot holds either its own machinery or a backend's, and branches on
+// which, so that no read of *DB pays an interface call per row.
+
+// Rows is a backend's running scan, read by the Iterator NewIterator makes
+// of it. Only the Iterator's reader calls Next; Close may come from any
+// goroutine, also while Next runs, and more than once.
+type Rows interface {
+	// Next returns the next pair: its key and value need stay valid only
+	// until the next call of Next or Close. At the end it returns io.EOF
+	// when the scan is complete, or the error that ended it.
+	Next() (key, value []byte, err error)
+	// Close ends the scan and frees what it holds. Next then returns
+	// io.EOF or an error, never another pair.
+	Close() error
+}
+
+// NewIterator returns an Iterator over a backend's rows: Next, Key, Value,
+// Err, All and Close behave as they do for a Scan of *DB, and Value is nil
+// when opts asks for KeysOnly. The backend applies the rest of opts (its
+// Limit, its order) and words its own errors. Stats is zero unless rows
+// has a method Stats() ReadStats.
+func NewIterator(rows Rows, opts *ScanOptions) *Iterator {
+	it := &Iterator{rows: rows}
+	if opts != nil {
+		it.keysOnly = opts.KeysOnly
+	}
+	return it
+}
+
+// nextRow is Next over a backend's rows.
+func (it *Iterator) nextRow() bool {
+	k, v, err := it.rows.Next()
+	if err != nil {
+		it.key, it.val = nil, nil
+		if err != io.EOF {
+			it.err = err
+		}
+		return false
+	}
+	it.key, it.val = k, v
+	return true
+}
+
+// SnapshotBackend is a backend's snapshot, as NewSnapshotFrom wraps it: the
+// methods of Snapshot, with the semantics Snapshot documents.
+type SnapshotBackend interface {
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error)
+	Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator
+	Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error)
+	Close() error
+}
+
+// NewSnapshotFrom returns a Snapshot that reads through b. The Snapshot
+// makes Close idempotent — b.Close runs once — and fails the reads that
+// start after it with ErrClosed without calling b; a read that races with
+// Close is b's to answer.
+func NewSnapshotFrom(b SnapshotBackend) *Snapshot {
+	return &Snapshot{backend: b}
+}
+
+// backendOpen reports whether a backend's snapshot is still open.
+func (s *Snapshot) backendOpen() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return !s.backendClosed
+}
+
+// closeBackend closes a backend's snapshot once.
+func (s *Snapshot) closeBackend() error {
+	s.mu.Lock()
+	done := s.backendClosed
+	s.backendClosed = true
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	return s.backend.Close()
+}
+
+// OpKind says what a BatchOp does.
+type OpKind uint8
+
+// The kinds of BatchOp.
+const (
+	OpSet         OpKind = iota // write Value under Key
+	OpDelete                    // delete Key
+	OpDeleteRange               // delete every key in [Key, Value)
+)
+
+// BatchOp is one write of a Batch, as Batch.Ops shows it to a backend.
+type BatchOp struct {
+	Kind OpKind
+	// Key is the key written or deleted; for OpDeleteRange the range's
+	// start, empty when open.
+	Key []byte
+	// Value is the value of an OpSet; for OpDeleteRange the range's end,
+	// nil when open.
+	Value []byte
+}
+
+// Ops returns the batch's writes in the order they apply, for a backend
+// that applies the batch itself, or the error that makes applying it fail
+// (ErrEmptyKey, ErrInvalidRange). The slice and its bytes are the batch's:
+// read them, and neither keep nor change them past the Write.
+func (b *Batch) Ops() ([]BatchOp, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	return slices.Clip(b.ops), nil
+}
