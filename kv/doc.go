@@ -25,6 +25,15 @@
 // the row cache included. A Scan sees the store as of the Scan call,
 // across all its yields.
 //
+// # One interface, other backends
+//
+// A program written against [Store] runs on *DB and on any other backend
+// (package kv/tikv; a test double). A backend builds kv's own [Iterator],
+// [Snapshot] and [Batch] through the driver surface — [NewIterator] over
+// its [Rows], [NewSnapshotFrom] over its [SnapshotBackend], [Batch.Ops] to
+// apply a batch — and proves itself with the conformance suite,
+// kvtest.Run.
+//
 // # Caveats
 //
 //   - [Iterator.Key] and [Iterator.Value] are valid until the next call of

@@ -34,24 +34,59 @@ type Rows interface {
 // Limit, its order) and words its own errors. Stats is zero unless rows
 // has a method Stats() ReadStats.
 func NewIterator(rows Rows, opts *ScanOptions) *Iterator {
-	it := &Iterator{rows: rows}
+	it := &Iterator{rows: &rowsReader{src: rows}}
 	if opts != nil {
 		it.keysOnly = opts.KeysOnly
 	}
 	return it
 }
 
+// rowsReader is a backend's Rows as an Iterator reads them: the current
+// pair, held between calls of Next.
+type rowsReader struct {
+	src Rows
+	k   []byte
+	v   []byte
+}
+
+// key is the current key; nil when r is nil (a Scan of *DB between
+// batches) or at the end.
+func (r *rowsReader) key() []byte {
+	if r == nil {
+		return nil
+	}
+	return r.k
+}
+
+// value is the current value, as key is the current key.
+func (r *rowsReader) value() []byte {
+	if r == nil {
+		return nil
+	}
+	return r.v
+}
+
+// statsSource returns the rows' Stats method, if they have one.
+func (r *rowsReader) statsSource() (interface{ Stats() ReadStats }, bool) {
+	if r == nil {
+		return nil, false
+	}
+	s, ok := r.src.(interface{ Stats() ReadStats })
+	return s, ok
+}
+
 // nextRow is Next over a backend's rows.
 func (it *Iterator) nextRow() bool {
-	k, v, err := it.rows.Next()
+	r := it.rows
+	k, v, err := r.src.Next()
 	if err != nil {
-		it.key, it.val = nil, nil
+		r.k, r.v = nil, nil
 		if err != io.EOF {
 			it.err = err
 		}
 		return false
 	}
-	it.key, it.val = k, v
+	r.k, r.v = k, v
 	return true
 }
 

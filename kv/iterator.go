@@ -150,17 +150,16 @@ func (db *DB) untrack(d *scan.Direct) {
 // closed at their last row (BenchmarkStore/ShortScan).
 type Iterator struct {
 	src scan.Source // nil when the scan failed to start, or for rows
-	// rows is a backend's scan (NewIterator), read a pair at a time into
-	// key and val; nil for a Scan of *DB.
-	rows     Rows
-	key, val []byte
+	// rows is a backend's scan (NewIterator); nil for a Scan of *DB. A
+	// pointer, so that a Scan of *DB stays in its allocation size class.
+	rows *rowsReader
 	// Touched only by the goroutine that calls Next.
 	cur *scan.Batch // nil for rows
 	i   int
 	err error
 
-	keysOnly   bool
 	start, end []byte // for the words of errors
+	keysOnly   bool
 	// closed is set by Close, from any goroutine: Next then says there is
 	// no pair, also within the batch it holds.
 	closed atomic.Bool
@@ -190,7 +189,7 @@ func (it *Iterator) Next() bool {
 // Key returns the current key; valid until the next call of Next.
 func (it *Iterator) Key() []byte {
 	if it.cur == nil {
-		return it.key // a backend's, or nil
+		return it.rows.key() // a backend's, or nil
 	}
 	return it.cur.Key(it.i)
 }
@@ -202,7 +201,7 @@ func (it *Iterator) Value() []byte {
 		return nil
 	}
 	if it.cur == nil {
-		return it.val // a backend's, or nil
+		return it.rows.value() // a backend's, or nil
 	}
 	return it.cur.Value(it.i)
 }
@@ -220,7 +219,7 @@ func (it *Iterator) Close() error {
 	it.closed.Store(true)
 	if it.src == nil {
 		if it.rows != nil {
-			return it.rows.Close()
+			return it.rows.src.Close()
 		}
 		return nil
 	}
@@ -242,7 +241,7 @@ func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
 // Stats reports how the scan has waited and run so far.
 func (it *Iterator) Stats() ReadStats {
 	if it.src == nil {
-		if s, ok := it.rows.(interface{ Stats() ReadStats }); ok {
+		if s, ok := it.rows.statsSource(); ok {
 			return s.Stats()
 		}
 		return ReadStats{}
