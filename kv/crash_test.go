@@ -82,7 +82,7 @@ func runCrash(t *testing.T, noSync bool) {
 	clones := rand.New(rand.NewPCG(seed, 2))
 
 	mem := vfs.NewCrashableMem()
-	db, err := Open("", &Options{fs: mem, NoSync: noSync})
+	db, err := Open("", &Options{FS: mem, NoSync: noSync})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, db.Close()) }()
 
@@ -187,7 +187,7 @@ func writeCrashOp(t *testing.T, r *rand.Rand, db *DB, model crashState, w int) {
 func recoverCrashClone(t *testing.T, fs vfs.FS, what string) (got crashState, ok bool) {
 	t.Helper()
 	// No row cache: every Get reaches Pebble, and Open stays cheap.
-	db, err := Open("", &Options{fs: fs, RowCacheSize: -1, CacheSize: 1 << 20})
+	db, err := Open("", &Options{FS: fs, RowCacheSize: -1, CacheSize: 1 << 20})
 	if !assert.NoError(t, err, "%s: open", what) {
 		return nil, false
 	}

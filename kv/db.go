@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,10 @@ type DB struct {
 
 	closers []io.Closer // closed after Pebble
 
+	// disk is what the store's filesystem has seen of the disk: a failure
+	// or a full disk refuses writes (see disk.go).
+	disk *diskHealth
+
 	// snapshots are the open snapshots, which Close closes; nil once Close
 	// has taken them.
 	snapMu    sync.Mutex
@@ -100,11 +105,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	o.ensureDefaults()
 
+	disk := newDiskHealth(o.Logger)
 	events := eventListener(o.Logger)
-	po := &pebble.Options{Logger: pebbleLogger{o.Logger}, EventListener: events, ReadOnly: o.ReadOnly}
+	po := &pebble.Options{Logger: pebbleLogger{o.Logger, disk}, EventListener: events, ReadOnly: o.ReadOnly}
 	var closers []io.Closer
-	if o.fs != nil {
-		po.FS = o.fs
+	if o.FS != nil {
+		po.FS = o.FS
 		if dir == "" {
 			dir = "coopkv"
 		}
@@ -127,6 +133,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, events.DiskSlow)
 		closers = append(closers, fsCloser)
 	}
+	po.FS = &diskFS{FS: po.FS, h: disk, dir: filepath.Clean(dir)}
 	tunePebble(po, o.CacheSize)
 	// Pebble's default block cache is 8 MB; ours is CacheSize. Open takes
 	// its own reference, so ours is dropped once it has.
@@ -154,7 +161,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	} else {
 		var pdb *pebble.DB
 		if pdb, err = pebble.Open(dir, po); err == nil {
-			return finishOpen(dir, o, po, pdb, closers)
+			return finishOpen(dir, o, po, pdb, disk, closers)
 		}
 		err = fmt.Errorf("kv: open %s: %w", dir, lockErr(err))
 	}
@@ -175,12 +182,12 @@ func lockErr(err error) error {
 }
 
 // finishOpen builds the store around an open Pebble.
-func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, closers []io.Closer) (*DB, error) {
+func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk *diskHealth, closers []io.Closer) (*DB, error) {
 	var err error
 	// Check reads table files with the options Pebble runs with.
 	po = po.Clone()
 	po.EnsureDefaults()
-	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*Snapshot]struct{}{}, closers: closers, groups: resource.NewManager(), closeDone: make(chan struct{})}
+	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*Snapshot]struct{}{}, closers: closers, disk: disk, groups: resource.NewManager(), closeDone: make(chan struct{})}
 	if o.NoSync {
 		db.wopts = pebble.NoSync
 	}
@@ -272,13 +279,19 @@ func (db *DB) Close() error {
 	return errors.Join(errs...)
 }
 
+// closeStorage closes Pebble; it returns the store's failure, if it
+// failed, as the reason its last writes may be missing.
 func (db *DB) closeStorage() error {
 	if db.cache != nil {
 		db.cache.close()
 	}
+	db.disk.close() // a write waiting for space gives up
 	err := db.pdb.Close()
 	for _, c := range db.closers {
 		_ = c.Close()
+	}
+	if cause := db.disk.cause(); cause != nil {
+		return fmt.Errorf("kv: close: %w: %w", ErrFailed, cause)
 	}
 	if err != nil {
 		return fmt.Errorf("kv: close: %w", err)
@@ -313,6 +326,10 @@ func (db *DB) enterWriteAs(alone bool) error {
 	if db.opts.ReadOnly {
 		db.mu.RUnlock()
 		return ErrReadOnly
+	}
+	if err := db.disk.err(); err != nil {
+		db.mu.RUnlock()
+		return err
 	}
 	if alone {
 		db.writeMu.Lock()
@@ -351,7 +368,7 @@ func (db *DB) Set(key, value []byte) error {
 	}
 	defer db.exitWrite(false)
 	gen := db.beforeWrite(key)
-	if err := db.pdb.Set(key, value, db.wopts); err != nil {
+	if err := db.committed(db.pdb.Set(key, value, db.wopts)); err != nil {
 		db.writeFailed(key, gen)
 		return fmt.Errorf("kv: set %q: %w", key, err)
 	}
@@ -369,12 +386,22 @@ func (db *DB) Delete(key []byte) error {
 	}
 	defer db.exitWrite(false)
 	gen := db.beforeWrite(key)
-	if err := db.pdb.Delete(key, db.wopts); err != nil {
+	if err := db.committed(db.pdb.Delete(key, db.wopts)); err != nil {
 		db.writeFailed(key, gen)
 		return fmt.Errorf("kv: delete %q: %w", key, err)
 	}
 	db.written(key, nil, true, gen)
 	return nil
+}
+
+// committed is the outcome of a write Pebble returned err for: once the
+// store has failed, ErrFailed, whatever Pebble said — its WAL may not hold
+// the write (see disk.go).
+func (db *DB) committed(err error) error {
+	if cause := db.disk.cause(); cause != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, cause)
+	}
+	return err
 }
 
 // beforeWrite and then written or writeFailed bracket a write of key to
@@ -544,7 +571,7 @@ func (db *DB) Apply(b *Batch) error {
 			rgen = db.cache.beforeRangeDelete()
 		}
 	}
-	err := db.pdb.Apply(pb, db.wopts)
+	err := db.committed(db.pdb.Apply(pb, db.wopts))
 	if ranges > 0 && db.cache != nil {
 		db.cache.rangeDeleted(rgen)
 	}
@@ -616,16 +643,35 @@ func (db *DB) DeleteRange(start, end []byte) error {
 }
 
 // Flush writes the memtables out to sstables, so reads that follow hit
-// tables (what a benchmark wants after loading).
+// tables (what a benchmark wants after loading). It fails with ErrFailed
+// or ErrDiskFull, rather than wait for ever, when the disk cannot take
+// the tables: Pebble retries a failed flush until it succeeds.
 func (db *DB) Flush() error {
 	if err := db.enter(); err != nil {
 		return err
 	}
 	defer db.mu.RUnlock()
-	if err := db.pdb.Flush(); err != nil {
+	if err := db.disk.err(); err != nil {
 		return fmt.Errorf("kv: flush: %w", err)
 	}
-	return nil
+	done, err := db.pdb.AsyncFlush()
+	if err != nil {
+		return fmt.Errorf("kv: flush: %w", err)
+	}
+	tick := time.NewTicker(db.disk.fullPause)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return db.committed(nil)
+		case <-db.disk.failedCh:
+			return fmt.Errorf("kv: flush: %w", db.disk.err())
+		case <-tick.C:
+			if db.disk.full.Load() {
+				return fmt.Errorf("kv: flush: %w", db.disk.err())
+			}
+		}
+	}
 }
 
 // Checkpoint writes a consistent copy of the open store into dir, which

@@ -31,6 +31,20 @@ var (
 	// Pebble allows one opener at a time; Open fails at once rather than
 	// wait for it.
 	ErrLocked = errors.New("kv: store is open elsewhere")
+	// ErrCorrupt is returned (wrapped, naming the file) by a read that met
+	// stored data failing its checksum, by Check, and by Open when the
+	// store's files are damaged. A read returns it, never a wrong value.
+	ErrCorrupt = errors.New("kv: corrupt data")
+	// ErrFailed is returned (wrapping the cause) by every write after one
+	// met a write error the store cannot recover from: a failed write or
+	// sync of the WAL or MANIFEST. Reads go on; Close returns the cause,
+	// and a reopen on a healthy disk recovers every acknowledged write.
+	// See Options.NoSync for what the reads serve meanwhile.
+	ErrFailed = errors.New("kv: store failed")
+	// ErrDiskFull is returned (wrapping syscall.ENOSPC) by writes while
+	// the disk is full: a write met ENOSPC and none has reached the disk
+	// since. Nothing was written; retry once there is space. Reads go on.
+	ErrDiskFull = errors.New("kv: disk full")
 )
 
 var (

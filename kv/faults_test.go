@@ -28,10 +28,8 @@ import (
 // never a wrong value, a missing row, a panic or a hang — and the store
 // must answer correctly again once the faults stop.
 //
-// Reads only: a failed write of Pebble's MANIFEST is fatal to Pebble by
-// design (its Logger.Fatalf, which kv turns into a panic on a background
-// goroutine), which would end the test binary rather than test kv. And
-// reads other than listing a directory: Pebble v2.1.7's Open, when it
+// Reads only (diskfaults_test.go fails the writes), and reads other than
+// listing a directory: Pebble v2.1.7's Open, when it
 // fails after registering the DB with its compaction scheduler
 // (open.go:532) — as it does when the List of the directory at
 // open.go:609 fails — never unregisters it, and the scheduler's
@@ -74,7 +72,7 @@ func faultsRow(t testing.TB, i int) []byte {
 func faultsStore(t *testing.T) (*vfs.MemFS, map[string][]byte) {
 	t.Helper()
 	mem := vfs.NewMem()
-	db, err := Open("", &Options{fs: mem, NoSync: true, Logger: faultsLogger()})
+	db, err := Open("", &Options{FS: mem, NoSync: true, Logger: faultsLogger()})
 	require.NoError(t, err)
 	want := make(map[string][]byte, faultsKeys)
 	b := db.NewBatch()
@@ -297,7 +295,7 @@ func TestFaults_EveryReadIndex(t *testing.T) {
 				}
 			})
 			// After the faults: the plain filesystem reads everything right.
-			db, err := Open("", &Options{fs: mem, Logger: faultsLogger()})
+			db, err := Open("", &Options{FS: mem, Logger: faultsLogger()})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, db.Close()) }()
 			(&faultsChecker{t: t, db: db, want: want, what: t.Name() + ": after the faults"}).verifyAll()
@@ -325,7 +323,7 @@ func faultsEveryIndex(t *testing.T, mem vfs.FS, want map[string][]byte, afterOpe
 		inj := &errorfs.Counter{Injector: errorfs.ErrInjected.If(errorfs.And(faultsReads, index))}
 		what := fmt.Sprintf("%s: read %d failed", t.Name(), i)
 		// A small row cache: a large one costs Close ~70 ms under -race.
-		db, err := Open("", &Options{fs: errorfs.Wrap(mem, inj), Logger: faultsLogger(), RowCacheHitsInPool: true, RowCacheSize: 1 << 20})
+		db, err := Open("", &Options{FS: errorfs.Wrap(mem, inj), Logger: faultsLogger(), RowCacheHitsInPool: true, RowCacheSize: 1 << 20})
 		if err != nil {
 			require.Positive(t, inj.Load(), "%s: Open failed with no error injected: %v", what, err)
 			require.ErrorContains(t, err, "injected error", what)
@@ -390,7 +388,7 @@ func TestFaults_RandomReads(t *testing.T) {
 	mem, want := faultsStore(t)
 	inj := &errorfs.Toggle{Injector: errorfs.ErrInjected.If(errorfs.And(faultsReads, errorfs.Randomly(0.01, seed)))}
 	counter := &errorfs.Counter{Injector: inj}
-	db, err := Open("", &Options{fs: errorfs.Wrap(mem, counter), Logger: faultsLogger(),
+	db, err := Open("", &Options{FS: errorfs.Wrap(mem, counter), Logger: faultsLogger(),
 		CacheSize: 32 << 10, RowCacheSize: -1, Workers: 2, TimeSlice: 100 * time.Microsecond})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, db.Close()) }()
@@ -463,17 +461,17 @@ func TestFaults_RandomReads(t *testing.T) {
 // Open, and the store is as it was.
 func TestFaults_PeekErrorKeepsFormat(t *testing.T) {
 	mem := vfs.NewMem()
-	pdb, err := pebble.Open("coopkv", &pebble.Options{FS: mem, FormatMajorVersion: pebble.FormatMinSupported, Logger: pebbleLogger{faultsLogger()}})
+	pdb, err := pebble.Open("coopkv", &pebble.Options{FS: mem, FormatMajorVersion: pebble.FormatMinSupported, Logger: pebbleLogger{faultsLogger(), newDiskHealth(faultsLogger())}})
 	require.NoError(t, err)
 	require.NoError(t, pdb.Set([]byte("k"), []byte("v"), pebble.Sync))
 	require.NoError(t, pdb.Close())
 
 	// Read 0 is Peek's List of the directory.
-	_, err = Open("", &Options{fs: errorfs.Wrap(mem, errorfs.ErrInjected.If(errorfs.OnIndex(0))), Logger: faultsLogger()})
+	_, err = Open("", &Options{FS: errorfs.Wrap(mem, errorfs.ErrInjected.If(errorfs.OnIndex(0))), Logger: faultsLogger()})
 	require.ErrorContains(t, err, "injected error", "Open fails when it cannot tell what is there")
 
 	// Once the fault is gone, the store opens at its own format.
-	db, err := Open("", &Options{fs: mem, Logger: faultsLogger()})
+	db, err := Open("", &Options{FS: mem, Logger: faultsLogger()})
 	require.NoError(t, err)
 	got, err := db.Get(context.Background(), []byte("k"))
 	require.NoError(t, err)

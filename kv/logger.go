@@ -11,7 +11,10 @@ import (
 // pebbleLogger sends Pebble's log lines to the store's slog.Logger: its
 // info lines ("Found 0 WALs") at Info, which the default logger drops, its
 // errors at Error.
-type pebbleLogger struct{ l *slog.Logger }
+type pebbleLogger struct {
+	l    *slog.Logger
+	disk *diskHealth
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	p.l.Info(fmt.Sprintf(format, args...), "source", "pebble")
@@ -21,11 +24,26 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "source", "pebble")
 }
 
-// Fatalf is Pebble's report of an unrecoverable state: log it, then panic,
-// since Pebble does not expect the call to return.
+// Fatalf is Pebble's report of an unrecoverable state. One that carries an
+// error — a failed MANIFEST write, a commit whose WAL failed — is the
+// disk's doing: it fails the store (writes refused, reads going on; see
+// disk.go) and returns, since a panic here, often on one of Pebble's
+// background goroutines, would end the process. One after the store has
+// failed is a consequence of that failure. Any other is a broken invariant
+// of Pebble's, where going on could serve a wrong value: that one panics,
+// as Pebble expects.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg, "source", "pebble", "fatal", true)
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			p.disk.fail(err)
+			return
+		}
+	}
+	if p.disk.cause() != nil {
+		return
+	}
 	panic("pebble: " + msg)
 }
 

@@ -24,7 +24,7 @@ func TestOpen_OlderFormatStoreStillOpens(t *testing.T) {
 	dir := t.TempDir()
 	old := pebble.FormatMinSupported
 	require.Less(t, old, pebble.FormatNewest, "the test needs a format older than the newest")
-	pdb, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: old, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	pdb, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: old, Logger: pebbleLogger{slog.New(slog.DiscardHandler), newDiskHealth(slog.New(slog.DiscardHandler))}})
 	require.NoError(t, err)
 	require.NoError(t, pdb.Set([]byte("k"), []byte("v"), pebble.Sync))
 	require.NoError(t, pdb.Flush())

@@ -66,6 +66,20 @@ type Options struct {
 	// store then sits idle) is held in the process until it fills, a synced
 	// write or Flush pushes it out, or the store closes, so a killed
 	// process loses it too (kv/proccrash_test.go measures this).
+	//
+	// Synced or not, a write the disk refuses is an error, never a panic.
+	// A failed write or sync of the WAL (or of the MANIFEST) fails the
+	// store: that write and every later one return ErrFailed, and the
+	// directory is left as it was at the failure. Reads go on, from the
+	// memtables and the tables on disk, and they may return the value of
+	// a write that failed with ErrFailed: its batch reached the memtable
+	// before its sync failed, and after a failed fsync nobody can say
+	// whether it is on disk — a reopen may or may not have it (whole,
+	// never torn), as with any write whose call failed. Every write
+	// acknowledged before the failure survives a reopen. A full disk
+	// (ENOSPC) is not a failure: writes fail with ErrDiskFull until a write
+	// reaches the disk again, and the writes already committing wait for
+	// space (or for Close) instead of failing. Stats and /metrics say both.
 	NoSync bool
 	// Workers is the number of read-pool workers; 0 = runtime.GOMAXPROCS(0).
 	Workers int
@@ -104,10 +118,13 @@ type Options struct {
 	// to queue point reads behind it turn the spare off (-1).
 	spares int
 
-	// fs replaces the filesystem (a test hook: crash and fault tests open
-	// the store on Pebble's crashable or error-injecting filesystems). It
-	// wins over InMemory and gets no disk-health checks.
-	fs vfs.FS
+	// FS is, for experts, the filesystem Pebble uses
+	// (github.com/cockroachdb/pebble/v2/vfs): Pebble's error-injecting
+	// errorfs or crashable MemFS in tests, or a filesystem of your own.
+	// nil = the operating system's (with Pebble's disk-health checks), or
+	// memory with InMemory. It wins over InMemory. Whatever it is, the
+	// store sees its write errors before Pebble does (see ErrFailed).
+	FS vfs.FS
 }
 
 const defaultRowCacheSize = 32 << 20

@@ -7,9 +7,14 @@ import (
 
 // Stats is a JSON-encodable snapshot of a store.
 type Stats struct {
-	Scheduler Scheduler       `json:"scheduler"`
-	Closed    bool            `json:"closed"`
-	Pool      *readpool.Stats `json:"pool,omitempty"` // nil with SchedulerDirect
+	Scheduler Scheduler `json:"scheduler"`
+	Closed    bool      `json:"closed"`
+	// Failed is the cause of the store's failure (ErrFailed), empty while
+	// it is healthy; DiskFull says writes are refused for want of space
+	// (ErrDiskFull).
+	Failed   string          `json:"failed,omitempty"`
+	DiskFull bool            `json:"disk_full,omitempty"`
+	Pool     *readpool.Stats `json:"pool,omitempty"` // nil with SchedulerDirect
 	// Groups are the resource groups' figures, under resource control.
 	Groups   []resource.GroupStats `json:"groups,omitempty"`
 	RowCache RowCacheStats         `json:"row_cache"`
@@ -63,7 +68,10 @@ type LevelStats struct {
 // Stats returns a snapshot. After Close only the scheduler and the final
 // pool figures are filled in.
 func (db *DB) Stats() Stats {
-	s := Stats{Scheduler: db.opts.Scheduler}
+	s := Stats{Scheduler: db.opts.Scheduler, DiskFull: db.disk.full.Load()}
+	if c := db.disk.cause(); c != nil {
+		s.Failed = c.Error()
+	}
 	if db.pool != nil {
 		ps := db.pool.Stats()
 		s.Pool = &ps

@@ -1,0 +1,248 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The disk-fault tests fail Pebble's writes, where faults_test.go fails
+// its reads: a store on errorfs over a MemFS meets the fault, and is then
+// reopened on the MemFS itself — the disk healthy again — to see what
+// survived.
+
+const (
+	diskBatches   = 30
+	diskBatchKeys = 5
+	diskFlushAt   = 12 // a Flush after this batch: tables and a MANIFEST edit
+)
+
+// writeFault fails the write operation (errorfs's OpIsWrite kinds) of
+// index at, counting from when it is armed, with err; at < 0 fails none
+// and only counts.
+type writeFault struct {
+	armed atomic.Bool
+	n     atomic.Int32
+	at    int32
+	err   error
+	hit   atomic.Pointer[errorfs.Op]
+}
+
+func (f *writeFault) MaybeError(op errorfs.Op) error {
+	if !f.armed.Load() || op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+		return nil
+	}
+	if f.n.Add(1)-1 == f.at {
+		f.hit.Store(&op)
+		return f.err
+	}
+	return nil
+}
+
+func (f *writeFault) String() string { return fmt.Sprintf("write #%d", f.at) }
+
+func diskKey(batch, i int) []byte { return fmt.Appendf(nil, "b%03d/%d", batch, i) }
+
+// diskRun writes diskBatches synced batches, each setting its diskBatchKeys
+// keys to its number, with a Flush after batch diskFlushAt, on a fresh
+// MemFS behind fault, then closes the store. It returns the filesystem,
+// the batches acknowledged, and the first batch that failed (-1: none).
+func diskRun(t *testing.T, fault *writeFault) (mem *vfs.MemFS, acked map[int]bool, firstFailed int, closeErr error) {
+	t.Helper()
+	mem = vfs.NewMem()
+	db, err := Open("", &Options{FS: errorfs.Wrap(mem, fault), Logger: faultsLogger()})
+	require.NoError(t, err)
+	acked, firstFailed = map[int]bool{}, -1
+	fault.armed.Store(true)
+	for i := range diskBatches {
+		b := db.NewBatch()
+		for k := range diskBatchKeys {
+			b.Set(diskKey(i, k), fmt.Appendf(nil, "%d", i))
+		}
+		err := db.Apply(b)
+		switch {
+		case err == nil:
+			require.Equal(t, -1, firstFailed, "batch %d acknowledged after batch %d failed", i, firstFailed)
+			acked[i] = true
+		case firstFailed < 0:
+			firstFailed = i
+			require.ErrorIs(t, err, ErrFailed, "batch %d", i)
+		default:
+			require.ErrorIs(t, err, ErrFailed, "batch %d, after the failure", i)
+		}
+		if i == diskFlushAt {
+			if err := db.Flush(); err != nil && firstFailed < 0 {
+				// The fault hit the flush itself: writes may go on (a
+				// table's fault is Pebble's to retry) or be refused.
+				require.ErrorIs(t, err, ErrFailed)
+			}
+		}
+	}
+	closeErr = db.Close()
+	if firstFailed >= 0 {
+		require.ErrorIs(t, closeErr, ErrFailed, "Close returns the failure")
+	}
+	fault.armed.Store(false)
+	return mem, acked, firstFailed, closeErr
+}
+
+// diskCheck reopens mem and checks that every acknowledged batch is there,
+// no batch torn, and no batch beyond them but the one that failed.
+func diskCheck(t *testing.T, mem *vfs.MemFS, acked map[int]bool, firstFailed int) {
+	t.Helper()
+	db, err := Open("", &Options{FS: mem, Logger: faultsLogger()})
+	require.NoError(t, err, "reopen on the healthy disk")
+	defer func() { require.NoError(t, db.Close()) }()
+	for i := range diskBatches {
+		present := 0
+		for k := range diskBatchKeys {
+			v, err := db.Get(t.Context(), diskKey(i, k))
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprint(i), string(v))
+			present++
+		}
+		require.Contains(t, []int{0, diskBatchKeys}, present, "batch %d is torn: %d of %d keys", i, present, diskBatchKeys)
+		if acked[i] {
+			require.Equal(t, diskBatchKeys, present, "acknowledged batch %d lost", i)
+		} else if present > 0 {
+			require.Equal(t, firstFailed, i, "batch %d survived, neither acknowledged nor the one that met the fault", i)
+		}
+	}
+}
+
+// TestDiskFaults_EveryWriteIndex fails each write operation of the run in
+// turn — WAL writes and syncs, the flush's table, the MANIFEST edit, the
+// directory syncs, Close's — and checks, at every index: no panic and no
+// hang; the write that met a WAL or MANIFEST fault fails with ErrFailed,
+// and so does every later write; Close says so; a reopen on the healthy
+// disk holds every acknowledged batch, none torn, and nothing else but
+// perhaps the batch that failed.
+func TestDiskFaults_EveryWriteIndex(t *testing.T) {
+	count := &writeFault{at: -1}
+	mem, acked, failed, err := diskRun(t, count)
+	require.NoError(t, err)
+	require.Equal(t, -1, failed)
+	require.Len(t, acked, diskBatches)
+	diskCheck(t, mem, acked, failed)
+	total := count.n.Load()
+	require.Greater(t, total, int32(2*diskBatches), "every batch writes and syncs the WAL")
+	t.Logf("%d write operations", total)
+
+	kinds := map[string]int{}
+	var storeFailed int
+	for at := range total {
+		fault := &writeFault{at: at, err: errorfs.ErrInjected}
+		mem, acked, failed, closeErr := diskRun(t, fault)
+		op := fault.hit.Load()
+		require.NotNil(t, op, "index %d was reached", at)
+		what := fmt.Sprintf("%s %s", opName(op.Kind), fileClass(op.Path))
+		switch {
+		case failed >= 0:
+			storeFailed++
+			kinds[what+" (store failed)"]++
+		case closeErr != nil:
+			require.ErrorIs(t, closeErr, ErrFailed)
+			storeFailed++
+			kinds[what+" (at Close: store failed)"]++
+		default:
+			kinds[what+" (Pebble retried)"]++
+		}
+		t.Run(fmt.Sprintf("%03d-%s", at, strings.ReplaceAll(what, " ", "-")), func(t *testing.T) {
+			diskCheck(t, mem, acked, failed)
+		})
+	}
+	t.Logf("faults by operation: %v; %d of %d failed the store", kinds, storeFailed, total)
+}
+
+// fileClass names the kind of file a path is, for the logs.
+func fileClass(path string) string {
+	switch {
+	case strings.HasSuffix(path, ".log"):
+		return "wal"
+	case strings.Contains(path, "MANIFEST"):
+		return "manifest"
+	case strings.HasSuffix(path, ".sst"):
+		return "table"
+	case strings.Contains(path, "OPTIONS"):
+		return "options"
+	case strings.Contains(path, "marker"):
+		return "marker"
+	}
+	return "dir"
+}
+
+// TestDiskFaults_FailedStoreReadsAndRefuses checks what a failed store
+// serves: reads go on (the value of the write that failed included, as
+// documented: it reached the memtable), writes fail with ErrFailed wrapping
+// the cause, Stats says failed, and Close returns the cause.
+func TestDiskFaults_FailedStoreReadsAndRefuses(t *testing.T) {
+	mem := vfs.NewMem()
+	walSync := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if (op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData || op.Kind == errorfs.OpFileSyncTo) && strings.HasSuffix(op.Path, ".log") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})
+	inj := &errorfs.Toggle{Injector: walSync}
+	db, err := Open("", &Options{FS: errorfs.Wrap(mem, inj), Logger: faultsLogger()})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("a"), []byte("1")))
+	inj.On()
+	err = db.Set([]byte("b"), []byte("2"))
+	require.ErrorIs(t, err, ErrFailed)
+	assert.ErrorIs(t, err, errorfs.ErrInjected, "the cause is wrapped")
+	inj.Off()
+	assert.ErrorIs(t, db.Set([]byte("c"), []byte("3")), ErrFailed, "a failed store stays failed")
+	assert.ErrorIs(t, db.Delete([]byte("a")), ErrFailed)
+	assert.ErrorIs(t, db.DeleteRange(nil, nil), ErrFailed)
+	assert.ErrorIs(t, db.Flush(), ErrFailed)
+
+	v, err := db.Get(t.Context(), []byte("a"))
+	require.NoError(t, err, "reads go on")
+	assert.Equal(t, "1", string(v))
+	v, err = db.Get(t.Context(), []byte("b"))
+	require.NoError(t, err, "the failed write reached the memtable")
+	assert.Equal(t, "2", string(v))
+	_, err = db.Get(t.Context(), []byte("c"))
+	assert.ErrorIs(t, err, ErrNotFound, "a refused write never reached Pebble")
+
+	st := db.Stats()
+	assert.Contains(t, st.Failed, "injected error")
+	err = db.Close()
+	require.ErrorIs(t, err, ErrFailed)
+	assert.ErrorIs(t, err, errorfs.ErrInjected)
+
+	db, err = Open("", &Options{FS: mem, Logger: faultsLogger()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
+	v, err = db.Get(t.Context(), []byte("a"))
+	require.NoError(t, err)
+	assert.Equal(t, "1", string(v))
+	_, err = db.Get(t.Context(), []byte("c"))
+	assert.ErrorIs(t, err, ErrNotFound)
+	assert.Empty(t, db.Stats().Failed, "a reopened store is healthy")
+}
+
+// opName names a write operation, for the logs.
+func opName(k errorfs.OpKind) string {
+	names := map[errorfs.OpKind]string{
+		errorfs.OpCreate: "create", errorfs.OpLink: "link", errorfs.OpRemove: "remove", errorfs.OpRemoveAll: "removeall",
+		errorfs.OpRename: "rename", errorfs.OpReuseForWrite: "reuse", errorfs.OpMkdirAll: "mkdir", errorfs.OpLock: "lock",
+		errorfs.OpFileClose: "close", errorfs.OpFileWrite: "write", errorfs.OpFileWriteAt: "writeat", errorfs.OpFileSync: "sync",
+		errorfs.OpFileSyncData: "syncdata", errorfs.OpFileSyncTo: "syncto", errorfs.OpFileFlush: "flush", errorfs.OpFilePreallocate: "preallocate",
+	}
+	if n, ok := names[k]; ok {
+		return n
+	}
+	return fmt.Sprint(int(k))
+}
