@@ -37,7 +37,7 @@ func (db *DB) Check(ctx context.Context) (CheckReport, error) {
 
 	var st pebble.CheckLevelsStats
 	if err := db.pdb.CheckLevels(&st); err != nil {
-		return rep, fmt.Errorf("kv: check: levels: %w", err)
+		return rep, fmt.Errorf("kv: check: levels: %w", corruptOr(err))
 	}
 	rep.Points, rep.Tombstones = st.NumPoints, st.NumTombstones
 	if err := ctx.Err(); err != nil {
@@ -66,7 +66,7 @@ func (db *DB) Check(ctx context.Context) (CheckReport, error) {
 				// Compacted away since the listing (a live store): its
 				// data lives on in the tables that replaced it.
 			case err != nil:
-				return rep, fmt.Errorf("kv: check: table %s: %w", name, err)
+				return rep, fmt.Errorf("kv: check: table %s: %w", name, corruptOr(err))
 			default:
 				rep.Tables++
 			}

@@ -163,7 +163,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		if pdb, err = pebble.Open(dir, po); err == nil {
 			return finishOpen(dir, o, po, pdb, disk, closers)
 		}
-		err = fmt.Errorf("kv: open %s: %w", dir, lockErr(err))
+		err = fmt.Errorf("kv: open %s: %w", dir, corruptOr(lockErr(err)))
 	}
 	for _, c := range closers {
 		_ = c.Close()

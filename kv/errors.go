@@ -3,6 +3,10 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	crerrors "github.com/cockroachdb/errors"
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
@@ -102,8 +106,32 @@ func storeErr(err error) error {
 	case errors.Is(err, scan.ErrNegativeLimit):
 		return errNegativeLimit
 	}
-	return err
+	return corruptOr(err)
 }
+
+// corruptOr marks Pebble's corruption errors as ErrCorrupt and returns any
+// other as it is. Pebble marks them with cockroachdb/errors, which the
+// standard errors.Is does not see through.
+func corruptOr(err error) error {
+	if err == nil || errors.Is(err, ErrCorrupt) || !crerrors.Is(err, pebble.ErrCorruption) {
+		return err
+	}
+	return &corruptError{err}
+}
+
+// corruptError is a read that met data failing its checksum: ErrCorrupt,
+// with Pebble's words, which name the file and the block.
+type corruptError struct{ err error }
+
+// Error is Pebble's first line: the file, the block, what failed (the
+// rest is cockroachdb/errors' detail, for %+v).
+func (e *corruptError) Error() string {
+	msg, _, _ := strings.Cut(e.err.Error(), "\n")
+	return "corrupt data: " + msg
+}
+
+func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
+func (e *corruptError) Unwrap() error        { return e.err }
 
 // panicError is a read whose step panicked. It carries the pool's
 // *readpool.PanicError (errors.As finds it, and through it an error the

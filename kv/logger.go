@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -53,14 +55,26 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 // and a filling disk. Pebble's routine events (flushes, compactions, files
 // created) are not logged.
 func eventListener(l *slog.Logger) *pebble.EventListener {
+	var logged sync.Map // the errors logged: each once
 	return &pebble.EventListener{
+		// A failed flush or compaction is retried, and a table that fails
+		// its checksum fails every stats load: each distinct error is
+		// logged once, its first line.
 		BackgroundError: func(err error) {
-			l.Error("pebble background error", "source", "pebble", "error", err)
+			msg, _, _ := strings.Cut(err.Error(), "\n")
+			if _, seen := logged.LoadOrStore(msg, true); !seen {
+				l.Error("pebble background error", "source", "pebble", "error", msg)
+			}
 		},
-		// Pebble's default would call Logger.Fatalf, which panics here; the
-		// read that met the corruption returns an error of its own.
+		// Pebble's default would call Logger.Fatalf; the read that met the
+		// corruption returns ErrCorrupt of its own. Pebble reports it at
+		// every read that meets it: one line per file and problem, its
+		// first line (the rest is a stack trace).
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
-			l.Error("pebble data corruption", "source", "pebble", "path", info.Path, "error", info.Details)
+			msg, _, _ := strings.Cut(info.Details.Error(), "\n")
+			if _, seen := logged.LoadOrStore(info.Path+"\x00"+msg, true); !seen {
+				l.Error("pebble data corruption", "source", "pebble", "path", info.Path, "error", msg)
+			}
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
 			l.Warn("slow disk operation", "source", "pebble", "op", info.OpType.String(), "path", info.Path, "duration", info.Duration)
