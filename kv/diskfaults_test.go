@@ -3,9 +3,12 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -245,4 +248,115 @@ func opName(k errorfs.OpKind) string {
 		return n
 	}
 	return fmt.Sprint(int(k))
+}
+
+// noSpace fails, while on, the writes (and creations) of the files whose
+// names end in suffix with ENOSPC, as a full disk does.
+type noSpace struct {
+	on     atomic.Bool
+	suffix string
+	hits   atomic.Int32
+}
+
+func (n *noSpace) MaybeError(op errorfs.Op) error {
+	switch op.Kind {
+	case errorfs.OpCreate, errorfs.OpFileWrite, errorfs.OpFileWriteAt:
+	default:
+		return nil
+	}
+	if !n.on.Load() || !strings.HasSuffix(op.Path, n.suffix) {
+		return nil
+	}
+	n.hits.Add(1)
+	return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+}
+
+func (n *noSpace) String() string { return "ENOSPC on *" + n.suffix }
+
+// TestDiskFaults_FullWAL fills the disk under the WAL: the write in flight
+// waits for space (it is not lost, nor torn), new writes fail at once with
+// ErrDiskFull, reads go on, Stats says so, and once space returns the
+// waiting write completes and writes are accepted again.
+func TestDiskFaults_FullWAL(t *testing.T) {
+	mem := vfs.NewMem()
+	full := &noSpace{suffix: ".log"}
+	db, err := Open("", &Options{FS: errorfs.Wrap(mem, full), Logger: faultsLogger()})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("a"), []byte("1")))
+
+	full.on.Store(true)
+	waiting := make(chan error, 1)
+	go func() {
+		b := db.NewBatch()
+		b.Set([]byte("b"), []byte("2"))
+		b.Set([]byte("b2"), []byte("2"))
+		waiting <- db.Apply(b)
+	}()
+	require.Eventually(t, func() bool { return db.Stats().DiskFull }, 10*time.Second, time.Millisecond)
+	err = db.Set([]byte("c"), []byte("3"))
+	require.ErrorIs(t, err, ErrDiskFull)
+	assert.ErrorIs(t, err, syscall.ENOSPC)
+	v, err := db.Get(t.Context(), []byte("a"))
+	require.NoError(t, err, "reads go on")
+	assert.Equal(t, "1", string(v))
+	select {
+	case err := <-waiting:
+		t.Fatalf("the write in flight returned %v while the disk was full", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	full.on.Store(false)
+	select {
+	case err := <-waiting:
+		require.NoError(t, err, "the write in flight completes once there is space")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write in flight still waits with space back")
+	}
+	require.False(t, db.Stats().DiskFull)
+	require.NoError(t, db.Set([]byte("c"), []byte("3")), "writes resume")
+	require.NoError(t, db.Close())
+
+	db, err = Open("", &Options{FS: mem, Logger: faultsLogger()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
+	for _, k := range []string{"a", "b", "b2", "c"} {
+		_, err := db.Get(t.Context(), []byte(k))
+		assert.NoError(t, err, "%s survives", k)
+	}
+	assert.Greater(t, full.hits.Load(), int32(0))
+}
+
+// TestDiskFaults_FullFlushAndCompaction fills the disk under the tables: a
+// flush (and the compaction after it) fails, Flush says the disk is full
+// rather than wait, writes fail with ErrDiskFull, nothing written before is
+// lost, and once space returns Pebble's retry succeeds and writes resume.
+func TestDiskFaults_FullFlushAndCompaction(t *testing.T) {
+	mem := vfs.NewMem()
+	full := &noSpace{suffix: ".sst"}
+	db, err := Open("", &Options{FS: errorfs.Wrap(mem, full), Logger: faultsLogger()})
+	require.NoError(t, err)
+	for i := range 100 {
+		require.NoError(t, db.Set(diskKey(i, 0), []byte("v")))
+	}
+	full.on.Store(true)
+	err = db.Flush()
+	require.ErrorIs(t, err, ErrDiskFull, "Flush says the disk is full")
+	require.ErrorIs(t, db.Set([]byte("x"), []byte("1")), ErrDiskFull)
+	_, err = db.Get(t.Context(), diskKey(7, 0))
+	require.NoError(t, err, "reads go on")
+
+	full.on.Store(false)
+	require.Eventually(t, func() bool { return !db.Stats().DiskFull }, 10*time.Second, 5*time.Millisecond, "Pebble's retry reaches the disk")
+	require.NoError(t, db.Set([]byte("x"), []byte("1")), "writes resume")
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Close())
+
+	db, err = Open("", &Options{FS: mem, Logger: faultsLogger()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
+	for i := range 100 {
+		_, err := db.Get(t.Context(), diskKey(i, 0))
+		require.NoError(t, err)
+	}
+	assert.Greater(t, full.hits.Load(), int32(0))
 }

@@ -35,6 +35,7 @@ type collector struct {
 	blockCacheBytes, blockHits, blockMiss  *prometheus.Desc
 	levelTables, levelBytes                *prometheus.Desc
 	resourceControl, closed                *prometheus.Desc
+	failed, diskFull                       *prometheus.Desc
 }
 
 func newCollector(db *kv.DB) *collector {
@@ -84,6 +85,8 @@ func newCollector(db *kv.DB) *collector {
 		levelBytes:      d("storage_level_bytes", "Bytes per LSM level.", "level"),
 		resourceControl: d("resource_control_enabled", "1 if reads are scheduled by resource group."),
 		closed:          d("closed", "1 once the store is closed."),
+		failed:          d("failed", "1 once a write error the store cannot recover from (kv.ErrFailed) refuses its writes."),
+		diskFull:        d("disk_full", "1 while writes are refused for want of disk space (kv.ErrDiskFull)."),
 	}
 }
 
@@ -98,7 +101,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.groupRU, c.groupRULastSecond, c.groupThrottled, c.groupRUPerSec, c.groupTasks, c.groupRejected,
 		c.cacheHits, c.cacheMisses, c.cacheEvictions,
 		c.diskBytes, c.memtableBytes, c.blockCacheBytes, c.blockHits, c.blockMiss,
-		c.levelTables, c.levelBytes, c.resourceControl, c.closed,
+		c.levelTables, c.levelBytes, c.resourceControl, c.closed, c.failed, c.diskFull,
 	} {
 		ch <- d
 	}
@@ -115,6 +118,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.resourceControl, b2f(c.db.Options().ResourceControl))
 	gauge(c.closed, b2f(s.Closed))
+	gauge(c.failed, b2f(s.Failed != ""))
+	gauge(c.diskFull, b2f(s.DiskFull))
 
 	if p := s.Pool; p != nil {
 		gauge(c.workers, float64(p.Workers))
