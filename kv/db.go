@@ -290,8 +290,8 @@ func (db *DB) closeStorage() error {
 	for _, c := range db.closers {
 		_ = c.Close()
 	}
-	if cause := db.disk.cause(); cause != nil {
-		return fmt.Errorf("kv: close: %w: %w", ErrFailed, cause)
+	if ferr := db.disk.failedErr(); ferr != nil {
+		return fmt.Errorf("kv: close: %w", ferr)
 	}
 	if err != nil {
 		return fmt.Errorf("kv: close: %w", err)
@@ -398,8 +398,8 @@ func (db *DB) Delete(key []byte) error {
 // store has failed, ErrFailed, whatever Pebble said — its WAL may not hold
 // the write (see disk.go).
 func (db *DB) committed(err error) error {
-	if cause := db.disk.cause(); cause != nil {
-		return fmt.Errorf("%w: %w", ErrFailed, cause)
+	if ferr := db.disk.failedErr(); ferr != nil {
+		return ferr
 	}
 	return err
 }

@@ -66,11 +66,20 @@ func newDiskHealth(l *slog.Logger) *diskHealth {
 // err is why writes are refused now: ErrFailed wrapping the cause, or
 // ErrDiskFull; nil when the disk takes writes.
 func (h *diskHealth) err() error {
-	if p := h.failed.Load(); p != nil {
-		return fmt.Errorf("%w: %w", ErrFailed, *p)
+	if err := h.failedErr(); err != nil {
+		return err
 	}
 	if h.full.Load() {
 		return fmt.Errorf("%w (%w)", ErrDiskFull, syscall.ENOSPC)
+	}
+	return nil
+}
+
+// failedErr is ErrFailed wrapping the failure's cause, or nil while the
+// store has not failed.
+func (h *diskHealth) failedErr() error {
+	if c := h.cause(); c != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, c)
 	}
 	return nil
 }
