@@ -60,7 +60,7 @@ func (db *DB) Check(ctx context.Context) (CheckReport, error) {
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
-			name := db.popts.FS.PathJoin(db.dir, fmt.Sprintf("%s.sst", t.BackingSSTNum))
+			name := db.tablePath(t)
 			switch err := db.checkTable(ctx, name, ro); {
 			case errors.Is(err, os.ErrNotExist):
 				// Compacted away since the listing (a live store): its
@@ -73,6 +73,41 @@ func (db *DB) Check(ctx context.Context) (CheckReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// tablePath is the file of t's backing table.
+func (db *DB) tablePath(t pebble.SSTableInfo) string {
+	return db.popts.FS.PathJoin(db.dir, fmt.Sprintf("%s.sst", t.BackingSSTNum))
+}
+
+// checkTableFiles is Pebble's consistency check at Open, made here so that
+// its failures are ErrCorrupt: every table the MANIFEST lists is on disk,
+// at the size the MANIFEST gives. A missing or truncated table would
+// otherwise surface only when a read reaches it.
+func (db *DB) checkTableFiles() error {
+	levels, err := db.pdb.SSTables()
+	if isNotExist(err) { // a table the MANIFEST lists is not on disk
+		return &corruptError{err}
+	}
+	if err != nil {
+		return err
+	}
+	for _, level := range levels {
+		for _, t := range level {
+			if t.BackingType != pebble.BackingTypeLocal || t.Virtual {
+				continue // a virtual table's size is not its file's
+			}
+			name := db.tablePath(t)
+			st, err := db.popts.FS.Stat(name)
+			switch {
+			case err != nil:
+				return &corruptError{fmt.Errorf("table %s: %w", name, err)}
+			case uint64(st.Size()) != t.Size:
+				return &corruptError{fmt.Errorf("table %s is %d bytes, where the MANIFEST says %d", name, st.Size(), t.Size)}
+			}
+		}
+	}
+	return nil
 }
 
 func (db *DB) checkTable(ctx context.Context, name string, ro sstable.ReaderOptions) error {

@@ -150,6 +150,62 @@ func TestCorrupt_ByteFlips(t *testing.T) {
 	}
 }
 
+// TestCorrupt_DamagedFilesAtOpen truncates or removes the files Open
+// needs: Open fails with an error that names the store and the file,
+// ErrCorrupt where the damage is corruption, and never panics; or it
+// opens, and then every read is right or ErrCorrupt.
+func TestCorrupt_DamagedFilesAtOpen(t *testing.T) {
+	base := t.TempDir()
+	want := corruptStore(t, base)
+	cases := []struct {
+		name    string
+		pattern string
+		damage  func(t *testing.T, path string)
+		corrupt bool // Open must fail with ErrCorrupt
+		opens   bool // Open must succeed
+	}{
+		{"table-missing", "*.sst", func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, true, false},
+		{"table-truncated", "*.sst", func(t *testing.T, p string) { truncate(t, p, 0.5) }, true, false},
+		{"table-empty", "*.sst", func(t *testing.T, p string) { truncate(t, p, 0) }, true, false},
+		{"manifest-missing", "MANIFEST-*", func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, true, false},
+		{"manifest-truncated", "MANIFEST-*", func(t *testing.T, p string) { truncate(t, p, 0.5) }, false, true},
+		{"manifest-record-flipped", "MANIFEST-*", func(t *testing.T, p string) { flip(t, p, 12) }, true, false},
+		{"wal-truncated", "*.log", func(t *testing.T, p string) { truncate(t, p, 0.5) }, false, true},
+		{"options-missing", "OPTIONS-*", func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyDir(t, base)
+			files := filesLike(t, dir, c.pattern)
+			require.NotEmpty(t, files)
+			target := files[len(files)-1]
+			c.damage(t, target)
+			db, err := Open(dir, &Options{Logger: faultsLogger(), RowCacheSize: -1})
+			t.Logf("Open: %v", err)
+			if err != nil {
+				require.False(t, c.opens, "Open failed: %v", err)
+				assert.True(t, strings.HasPrefix(err.Error(), "kv: open "+dir), "the error names the store: %v", err)
+				if c.corrupt {
+					assert.ErrorIs(t, err, ErrCorrupt)
+				}
+				assert.NotContains(t, err.Error(), "\n", "one line")
+				return
+			}
+			defer func() { _ = db.Close() }()
+			require.True(t, c.opens, "Open of a store with %s succeeded", c.name)
+			corruptReads(t, db, want)
+		})
+	}
+}
+
+// truncate cuts path to frac of its size.
+func truncate(t *testing.T, path string, frac float64) {
+	t.Helper()
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(path, int64(float64(st.Size())*frac)))
+}
+
 // corruptReads reads every key by Get, MultiGet, Scan and the coprocessor:
 // each answer is right or ErrCorrupt.
 func corruptReads(t *testing.T, db *DB, want map[string][]byte) {

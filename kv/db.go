@@ -135,6 +135,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	po.FS = &diskFS{FS: po.FS, h: disk, dir: filepath.Clean(dir)}
 	tunePebble(po, o.CacheSize)
+	// Open checks the tables itself (checkTableFiles): Pebble's check
+	// fails with an error that says neither ErrCorrupt nor anything a
+	// caller can test.
+	po.DisableConsistencyCheck = true
 	// Pebble's default block cache is 8 MB; ours is CacheSize. Open takes
 	// its own reference, so ours is dropped once it has.
 	cache := pebble.NewCache(o.CacheSize)
@@ -163,6 +167,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 		if pdb, err = pebble.Open(dir, po); err == nil {
 			return finishOpen(dir, o, po, pdb, disk, closers)
 		}
+		if isNotExist(err) {
+			// The store is there (Peek found it): a file it lists is not.
+			err = &corruptError{err}
+		}
 		err = fmt.Errorf("kv: open %s: %w", dir, corruptOr(lockErr(err)))
 	}
 	for _, c := range closers {
@@ -188,6 +196,10 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 	po = po.Clone()
 	po.EnsureDefaults()
 	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*Snapshot]struct{}{}, closers: closers, disk: disk, groups: resource.NewManager(), closeDone: make(chan struct{})}
+	if err := db.checkTableFiles(); err != nil {
+		db.closeStorage()
+		return nil, fmt.Errorf("kv: open %s: %w", dir, err)
+	}
 	if o.NoSync {
 		db.wopts = pebble.NoSync
 	}

@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	crerrors "github.com/cockroachdb/errors"
@@ -118,6 +119,11 @@ func corruptOr(err error) error {
 	}
 	return &corruptError{err}
 }
+
+// isNotExist reports whether err says a file does not exist, also through
+// Pebble's cockroachdb/errors wrapping, which the standard errors.Is does
+// not always see through.
+func isNotExist(err error) bool { return crerrors.Is(err, os.ErrNotExist) }
 
 // corruptError is a read that met data failing its checksum: ErrCorrupt,
 // with Pebble's words, which name the file and the block.
