@@ -706,7 +706,12 @@ func (db *DB) Checkpoint(dir string) error {
 	case db.opts.ReadOnly:
 		return fmt.Errorf("kv: checkpoint to %s: %w: Pebble copies the OPTIONS file of a read-write open", dir, ErrReadOnly)
 	}
-	if err := db.pdb.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+	db.disk.takeDirSyncErr() // one from an earlier checkpoint is not ours
+	err := db.pdb.Checkpoint(dir, pebble.WithFlushedWAL())
+	if serr := db.disk.takeDirSyncErr(); err == nil && serr != nil {
+		err = fmt.Errorf("sync of the checkpoint's directory: %w", serr)
+	}
+	if err != nil {
 		return fmt.Errorf("kv: checkpoint to %s: %w", dir, err)
 	}
 	return nil

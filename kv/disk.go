@@ -49,7 +49,10 @@ import (
 type diskHealth struct {
 	failed   atomic.Pointer[error] // the first unrecoverable write error
 	failedCh chan struct{}         // closed when failed is set
-	full     atomic.Bool           // a write met ENOSPC and none has succeeded since
+	// dirSyncErr is the first failed sync of a directory other than the
+	// store's since the last takeDirSyncErr (see otherDir).
+	dirSyncErr atomic.Pointer[error]
+	full       atomic.Bool // a write met ENOSPC and none has succeeded since
 	// closed ends the waits for space, at Close.
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -98,6 +101,14 @@ func (h *diskHealth) fail(err error) {
 		close(h.failedCh)
 		h.log.Error("store failed: writes are refused until it is closed and reopened; reads go on", "error", err.Error())
 	}
+}
+
+// takeDirSyncErr returns and forgets the failed sync otherDir kept.
+func (h *diskHealth) takeDirSyncErr() error {
+	if p := h.dirSyncErr.Swap(nil); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // markFull notes a write that met ENOSPC.
@@ -300,9 +311,25 @@ func (fs *diskFS) OpenDir(name string) (vfs.File, error) {
 		return nil, err
 	}
 	if filepath.Clean(name) != fs.dir {
-		return f, nil
+		return &otherDir{File: f, h: fs.h}, nil
 	}
 	return &diskFile{File: f, h: fs.h, kind: kindWAL}, nil
+}
+
+// otherDir is a directory other than the store's: a Checkpoint's. Pebble
+// panics when the sync of a directory its atomic marker moved in fails, so
+// a failed sync is reported done and kept for the Checkpoint to return
+// (diskHealth.takeDirSyncErr).
+type otherDir struct {
+	vfs.File
+	h *diskHealth
+}
+
+func (d *otherDir) Sync() error {
+	if err := d.File.Sync(); err != nil {
+		d.h.dirSyncErr.CompareAndSwap(nil, &err)
+	}
+	return nil
 }
 
 func (fs *diskFS) Unwrap() vfs.FS { return fs.FS }

@@ -360,3 +360,68 @@ func TestDiskFaults_FullFlushAndCompaction(t *testing.T) {
 	}
 	assert.Greater(t, full.hits.Load(), int32(0))
 }
+
+// TestDiskFaults_Checkpoint fails each write operation of a Checkpoint in
+// turn (its flush, links, copies, syncs, the rename into place): the
+// Checkpoint returns an error or succeeds, the store itself is not
+// failed — its writes go on — and a Checkpoint tried again opens with
+// every row.
+func TestDiskFaults_Checkpoint(t *testing.T) {
+	run := func(t *testing.T, fault *writeFault) (ckptErr error) {
+		mem := vfs.NewMem()
+		db, err := Open("store", &Options{FS: errorfs.Wrap(mem, fault), Logger: faultsLogger()})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, db.Close()) }()
+		for i := range diskBatches {
+			require.NoError(t, db.Set(diskKey(i, 0), []byte("v")))
+			if i == diskFlushAt {
+				require.NoError(t, db.Flush())
+			}
+		}
+		fault.armed.Store(true)
+		ckptErr = db.Checkpoint("ckpt")
+		fault.armed.Store(false)
+		if db.Stats().Failed != "" {
+			// The checkpoint's flush met the fault on the store's own WAL
+			// or MANIFEST: that fails the store, as any write of it would.
+			op := fault.hit.Load()
+			require.NotNil(t, op)
+			require.True(t, strings.HasPrefix(op.Path, "store/"), "a fault in %s failed the store", op.Path)
+			require.Error(t, ckptErr)
+			require.ErrorIs(t, db.Set([]byte("after"), []byte("v")), ErrFailed)
+			require.ErrorIs(t, db.Close(), ErrFailed)
+			db, err = Open("store", &Options{FS: mem, Logger: faultsLogger()})
+			require.NoError(t, err)
+		}
+		require.NoError(t, db.Set([]byte("after"), []byte("v")), "the store is not failed by its checkpoint")
+		assert.Empty(t, db.Stats().Failed)
+		dest := "ckpt"
+		if ckptErr != nil {
+			dest = "ckpt2"
+			require.NoError(t, db.Checkpoint(dest), "a checkpoint tried again")
+		}
+		cp, err := Open(dest, &Options{FS: mem, Logger: faultsLogger()})
+		require.NoError(t, err, "the checkpoint opens")
+		defer func() { require.NoError(t, cp.Close()) }()
+		for i := range diskBatches {
+			_, err := cp.Get(t.Context(), diskKey(i, 0))
+			require.NoError(t, err, "row %d in the checkpoint", i)
+		}
+		return ckptErr
+	}
+	count := &writeFault{at: -1}
+	require.NoError(t, run(t, count))
+	total := count.n.Load()
+	require.Positive(t, total)
+	failed := 0
+	for at := range total {
+		t.Run(fmt.Sprint(at), func(t *testing.T) {
+			if err := run(t, &writeFault{at: at, err: errorfs.ErrInjected}); err != nil {
+				failed++
+				assert.ErrorIs(t, err, errorfs.ErrInjected)
+				assert.True(t, strings.HasPrefix(err.Error(), "kv: checkpoint to "), "%v", err)
+			}
+		})
+	}
+	t.Logf("%d write operations in a Checkpoint; a fault at %d of them failed it", total, failed)
+}
