@@ -679,7 +679,7 @@ func (db *DB) Flush() error {
 		case <-db.disk.failedCh:
 			return fmt.Errorf("kv: flush: %w", db.disk.err())
 		case <-tick.C:
-			if db.disk.full.Load() {
+			if db.disk.isFull() {
 				return fmt.Errorf("kv: flush: %w", db.disk.err())
 			}
 		}

@@ -38,7 +38,10 @@ import (
 //     tries again, so that no committed batch is lost or torn; on a table
 //     it is returned to Pebble after a pause, and Pebble retries the flush
 //     or compaction (without the pause it would retry at once, in a loop).
-//     The first write that succeeds again clears the mark.
+//     The first write that succeeds again clears the mark; so does a
+//     second without a new ENOSPC (fullHold), since a refused write
+//     cannot succeed and Pebble may not retry a failed compaction until
+//     a flush asks for one: the next write then finds out.
 //
 // A failed fsync is never retried: after one, the kernel may already have
 // dropped the dirty pages (PostgreSQL's "fsyncgate"), so a retry that
@@ -52,7 +55,9 @@ type diskHealth struct {
 	// dirSyncErr is the first failed sync of a directory other than the
 	// store's since the last takeDirSyncErr (see otherDir).
 	dirSyncErr atomic.Pointer[error]
-	full       atomic.Bool // a write met ENOSPC and none has succeeded since
+	// fullAt is when a write last met ENOSPC (UnixNano), 0 once a write
+	// has succeeded since: the disk counts as full for fullHold after it.
+	fullAt atomic.Int64
 	// closed ends the waits for space, at Close.
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -61,6 +66,9 @@ type diskHealth struct {
 	// Pebble hears of it, and the longest wait between tries on the WAL.
 	fullPause time.Duration
 }
+
+// fullHold is how long the disk counts as full after a write met ENOSPC.
+const fullHold = time.Second
 
 func newDiskHealth(l *slog.Logger) *diskHealth {
 	return &diskHealth{closed: make(chan struct{}), failedCh: make(chan struct{}), log: l, fullPause: 100 * time.Millisecond}
@@ -72,7 +80,7 @@ func (h *diskHealth) err() error {
 	if err := h.failedErr(); err != nil {
 		return err
 	}
-	if h.full.Load() {
+	if h.isFull() {
 		return fmt.Errorf("%w (%w)", ErrDiskFull, syscall.ENOSPC)
 	}
 	return nil
@@ -111,16 +119,23 @@ func (h *diskHealth) takeDirSyncErr() error {
 	return nil
 }
 
+// isFull reports whether a write met ENOSPC less than fullHold ago and none
+// has succeeded since.
+func (h *diskHealth) isFull() bool {
+	at := h.fullAt.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < fullHold
+}
+
 // markFull notes a write that met ENOSPC.
 func (h *diskHealth) markFull(err error) {
-	if !h.full.Swap(true) {
+	if h.fullAt.Swap(time.Now().UnixNano()) == 0 {
 		h.log.Warn("disk full: writes are refused until space returns; reads go on", "error", err.Error())
 	}
 }
 
 // markWritten notes a write that reached the disk.
 func (h *diskHealth) markWritten() {
-	if h.full.Load() && h.full.Swap(false) {
+	if h.fullAt.Load() != 0 && h.fullAt.Swap(0) != 0 {
 		h.log.Info("disk space returned: writes are accepted again")
 	}
 }

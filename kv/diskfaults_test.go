@@ -425,3 +425,84 @@ func TestDiskFaults_Checkpoint(t *testing.T) {
 	}
 	t.Logf("%d write operations in a Checkpoint; a fault at %d of them failed it", total, failed)
 }
+
+// compactionNoSpace fails with ENOSPC, while on, the writes of every table
+// but the first one created after it was turned on: the flush that lets
+// the compaction start gets its table, and the compaction's fail.
+type compactionNoSpace struct {
+	on    atomic.Bool
+	first atomic.Pointer[string]
+	hits  atomic.Int32
+}
+
+func (c *compactionNoSpace) MaybeError(op errorfs.Op) error {
+	switch op.Kind {
+	case errorfs.OpCreate, errorfs.OpFileWrite, errorfs.OpFileWriteAt:
+	default:
+		return nil
+	}
+	if !c.on.Load() || !strings.HasSuffix(op.Path, ".sst") {
+		return nil
+	}
+	path := op.Path
+	if c.first.CompareAndSwap(nil, &path) || *c.first.Load() == path {
+		return nil
+	}
+	c.hits.Add(1)
+	return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+}
+
+func (c *compactionNoSpace) String() string { return "ENOSPC on compactions" }
+
+// TestDiskFaults_FullCompaction fills the disk under a compaction alone:
+// its outputs fail, the disk is marked full (writes fail with
+// ErrDiskFull), reads go on, nothing is lost, and once space returns
+// Pebble's retry compacts L0 and writes resume.
+func TestDiskFaults_FullCompaction(t *testing.T) {
+	mem := vfs.NewMem()
+	full := &compactionNoSpace{}
+	db, err := Open("", &Options{FS: errorfs.Wrap(mem, full), Logger: faultsLogger()})
+	require.NoError(t, err)
+	l0 := func() int64 { return db.Stats().Storage.Levels[0].Tables }
+	// Pebble compacts two L0 tables of a small store into the base level:
+	// the second flush makes the second, and its compaction meets the
+	// fault. (Over tables already in the output level Pebble would not try
+	// again for 30 s: it keeps a failed compaction's span off limits.)
+	const flushes = 2
+	for f := range flushes {
+		if f == flushes-1 {
+			full.on.Store(true) // this flush's table is allowed, the compaction's are not
+		}
+		for i := range 50 {
+			require.NoError(t, db.Set(diskKey(i, f), []byte("v")))
+		}
+		require.NoError(t, db.Flush())
+	}
+	require.Eventually(t, func() bool { return full.hits.Load() > 0 }, 10*time.Second, time.Millisecond, "the compaction ran into the full disk")
+	require.Eventually(t, func() bool { return db.Stats().DiskFull }, 10*time.Second, time.Millisecond)
+	stuck := l0()
+	require.GreaterOrEqual(t, stuck, int64(2), "the compaction's inputs are still in L0")
+	require.ErrorIs(t, db.Set([]byte("x"), []byte("1")), ErrDiskFull)
+	for f := range flushes {
+		_, err := db.Get(t.Context(), diskKey(7, f))
+		require.NoError(t, err, "reads go on")
+	}
+	assert.Equal(t, stuck, l0(), "L0 is not compacted while the disk is full")
+
+	full.on.Store(false)
+	require.Eventually(t, func() bool { return !db.Stats().DiskFull }, 10*time.Second, 5*time.Millisecond, "the mark clears once space returns")
+	require.NoError(t, db.Set([]byte("x"), []byte("1")), "writes resume")
+	require.NoError(t, db.Flush())
+	require.Eventually(t, func() bool { return l0() < stuck }, 10*time.Second, 5*time.Millisecond, "the compaction runs again once space returns")
+	require.NoError(t, db.Close())
+
+	db, err = Open("", &Options{FS: mem, Logger: faultsLogger()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
+	for f := range flushes {
+		for i := range 50 {
+			_, err := db.Get(t.Context(), diskKey(i, f))
+			require.NoError(t, err)
+		}
+	}
+}

@@ -47,8 +47,9 @@ var (
 	// See Options.NoSync for what the reads serve meanwhile.
 	ErrFailed = errors.New("kv: store failed")
 	// ErrDiskFull is returned (wrapping syscall.ENOSPC) by writes while
-	// the disk is full: a write met ENOSPC and none has reached the disk
-	// since. Nothing was written; retry once there is space. Reads go on.
+	// the disk is full: a write met ENOSPC less than a second ago and none
+	// has reached the disk since. Nothing was written; retry later (the
+	// write after the second finds out whether there is space). Reads go on.
 	ErrDiskFull = errors.New("kv: disk full")
 )
 

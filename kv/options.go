@@ -78,8 +78,12 @@ type Options struct {
 	// never torn), as with any write whose call failed. Every write
 	// acknowledged before the failure survives a reopen. A full disk
 	// (ENOSPC) is not a failure: writes fail with ErrDiskFull until a write
-	// reaches the disk again, and the writes already committing wait for
-	// space (or for Close) instead of failing. Stats and /metrics say both.
+	// reaches the disk again or a second passes without a new ENOSPC, and
+	// the writes already committing wait for space (or for Close) instead
+	// of failing. Pebble retries a flush that met it at once (after a
+	// pause here) and a compaction over tables of the level below after 30
+	// s, the time it keeps a failed compaction's span off limits. Stats and
+	// /metrics say both.
 	NoSync bool
 	// Workers is the number of read-pool workers; 0 = runtime.GOMAXPROCS(0).
 	Workers int

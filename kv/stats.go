@@ -68,7 +68,7 @@ type LevelStats struct {
 // Stats returns a snapshot. After Close only the scheduler and the final
 // pool figures are filled in.
 func (db *DB) Stats() Stats {
-	s := Stats{Scheduler: db.opts.Scheduler, DiskFull: db.disk.full.Load()}
+	s := Stats{Scheduler: db.opts.Scheduler, DiskFull: db.disk.isFull()}
 	if c := db.disk.cause(); c != nil {
 		s.Failed = c.Error()
 	}
