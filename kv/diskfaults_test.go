@@ -258,13 +258,18 @@ type noSpace struct {
 	hits   atomic.Int32
 }
 
-func (n *noSpace) MaybeError(op errorfs.Op) error {
+// takesSpace reports whether op creates or writes a file whose name ends
+// in suffix: what a full disk refuses.
+func takesSpace(op errorfs.Op, suffix string) bool {
 	switch op.Kind {
 	case errorfs.OpCreate, errorfs.OpFileWrite, errorfs.OpFileWriteAt:
-	default:
-		return nil
+		return strings.HasSuffix(op.Path, suffix)
 	}
-	if !n.on.Load() || !strings.HasSuffix(op.Path, n.suffix) {
+	return false
+}
+
+func (n *noSpace) MaybeError(op errorfs.Op) error {
+	if !n.on.Load() || !takesSpace(op, n.suffix) {
 		return nil
 	}
 	n.hits.Add(1)
@@ -436,12 +441,7 @@ type compactionNoSpace struct {
 }
 
 func (c *compactionNoSpace) MaybeError(op errorfs.Op) error {
-	switch op.Kind {
-	case errorfs.OpCreate, errorfs.OpFileWrite, errorfs.OpFileWriteAt:
-	default:
-		return nil
-	}
-	if !c.on.Load() || !strings.HasSuffix(op.Path, ".sst") {
+	if !c.on.Load() || !takesSpace(op, ".sst") {
 		return nil
 	}
 	path := op.Path
