@@ -102,6 +102,7 @@ func TestCheck_CorruptTable(t *testing.T) {
 	rep := decode[checkReport](t, r.stdout)
 	assert.False(t, rep.OK)
 	assert.Contains(t, rep.TableError, "checksum")
+	assert.Contains(t, rep.TableError, "corrupt data", "kv.ErrCorrupt")
 	assert.Contains(t, r.stderr, "kvctl: check failed: ")
 	assert.Contains(t, r.stderr, "checksum")
 

@@ -18,6 +18,10 @@ import (
 type poolReport struct {
 	Scheduler kv.Scheduler `json:"scheduler"`
 	Closed    bool         `json:"closed"`
+	// Failed and DiskFull are the store's write health (kv.Stats): a
+	// failed store's cause, and whether writes are refused for space.
+	Failed   string `json:"failed,omitempty"`
+	DiskFull bool   `json:"disk_full,omitempty"`
 	// Pool is nil (null) with the direct scheduler, which has no pool.
 	Pool *readpool.Stats `json:"pool"`
 	// LevelShares is each queue level's share of the step time so far
@@ -79,7 +83,7 @@ there is no pool to show.`,
 			if err := lf.call(cmd.Context(), "GET", "/stats", nil, &st); err != nil {
 				return err
 			}
-			rep := poolReport{Scheduler: st.Scheduler, Closed: st.Closed, Pool: st.Pool, Caches: caches{
+			rep := poolReport{Scheduler: st.Scheduler, Closed: st.Closed, Failed: st.Failed, DiskFull: st.DiskFull, Pool: st.Pool, Caches: caches{
 				BlockCacheCapacity: st.Storage.BlockCacheCapacity, BlockCacheBytes: st.Storage.BlockCacheBytes,
 				BlockCacheHitRate: st.Storage.BlockCacheHitRate, MemTableSize: st.Storage.MemTableSize,
 				RowCache: st.RowCache.Enabled, RowCacheCapacity: st.RowCache.Capacity, RowCacheHitRate: st.RowCache.HitRate,
@@ -116,6 +120,12 @@ func levelShares(levels []readpool.LevelStats) []float64 {
 
 // printPool prints the pool's figures as a few small tables.
 func printPool(w io.Writer, r *poolReport) error {
+	switch {
+	case r.Failed != "":
+		fmt.Fprintf(w, "store FAILED, writes refused until it is reopened (reads go on): %s\n", r.Failed)
+	case r.DiskFull:
+		fmt.Fprintln(w, "disk FULL: writes refused until there is space (reads go on)")
+	}
 	if r.Pool == nil {
 		_, err := fmt.Fprintf(w, "no read pool (scheduler %s)\n", r.Scheduler)
 		return err

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"log/slog"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/kv/admin"
 )
 
 func TestPool(t *testing.T) {
@@ -80,3 +85,27 @@ func TestShortDur(t *testing.T) {
 }
 
 func durationNS(n int64) time.Duration { return time.Duration(n) }
+
+// TestPool_FailedStore shows a running store that a failed WAL sync has
+// failed: the cause in --json, a line that says so in the text.
+func TestPool_FailedStore(t *testing.T) {
+	inj := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileSyncData || op.Kind == errorfs.OpFileSync {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})}
+	db, err := kv.Open("", &kv.Options{FS: errorfs.Wrap(vfs.NewMem(), inj), Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	srv := httptest.NewServer(admin.Handler(db))
+	defer srv.Close()
+	inj.On()
+	require.ErrorIs(t, db.Set([]byte("k"), []byte("v")), kv.ErrFailed)
+	inj.Off()
+	addr := srv.Listener.Addr().String()
+
+	rep := decode[poolReport](t, kvctl(t, "pool", "--addr", addr, "--json").ok(t))
+	assert.Contains(t, rep.Failed, "injected error")
+	assert.Contains(t, kvctl(t, "pool", "--addr", addr).ok(t), "store FAILED, writes refused")
+	assert.ErrorIs(t, db.Close(), kv.ErrFailed)
+}
