@@ -529,6 +529,12 @@ func (b *Batch) openRange() bool {
 // A batch that deletes a range with an open end waits for the writes in
 // flight and holds new ones back until it has committed: the end is found
 // as the last key then stored (see DeleteRange).
+//
+// On a failed store Apply fails with ErrFailed, on a full disk with
+// ErrDiskFull, and writes nothing (see Options.NoSync). A batch already
+// committing when the disk fills waits for space, or for Close: its batch
+// is in the WAL's buffer, and returning before it is written out would
+// leave the caller unable to say whether it committed.
 func (db *DB) Apply(b *Batch) error {
 	alone := b != nil && b.openRange()
 	if err := db.enterWriteAs(alone); err != nil {
@@ -630,7 +636,8 @@ func (db *DB) rangeEnd(start []byte) ([]byte, error) {
 
 // Write applies b atomically, as Apply does, failing with ctx's error if
 // ctx is done before the write starts; once it has started, the write is
-// not abandoned. It is the write of the Store interface.
+// not abandoned (not even while it waits for disk space: see Apply). It is
+// the write of the Store interface.
 func (db *DB) Write(ctx context.Context, b *Batch) error {
 	if err := ctx.Err(); err != nil {
 		return db.closedOr(fmt.Errorf("kv: write: %w", err))
