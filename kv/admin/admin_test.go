@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/kv/kvtest"
 	"github.com/coopkv/coopkv/resource"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -273,6 +277,8 @@ func TestMetrics_ParseUnderLoad(t *testing.T) {
 		"coopkv_row_cache_hits_total":          dto.MetricType_COUNTER,
 		"coopkv_row_cache_misses_total":        dto.MetricType_COUNTER,
 		"coopkv_storage_disk_bytes":            dto.MetricType_GAUGE,
+		"coopkv_failed":                        dto.MetricType_GAUGE,
+		"coopkv_disk_full":                     dto.MetricType_GAUGE,
 	} {
 		f, ok := fams[name]
 		if assert.True(t, ok, "missing %s", name) {
@@ -319,6 +325,31 @@ func TestMetrics_DirectHasNoPool(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, fams, "coopkv_pool_workers")
 	assert.Contains(t, fams, "coopkv_storage_disk_bytes")
+}
+
+// TestMetrics_FailedStore: a store a failed WAL sync has failed says so in
+// /metrics and in /stats.
+func TestMetrics_FailedStore(t *testing.T) {
+	inj := kvtest.SyncFaults()
+	db, err := kv.Open("", &kv.Options{FS: errorfs.Wrap(vfs.NewMem(), inj), Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	h := Handler(db)
+	gauge := func(name string) float64 {
+		fams, err := parseMetrics(do(t, h, http.MethodGet, "/metrics", "").body)
+		require.NoError(t, err)
+		require.Contains(t, fams, name)
+		return fams[name].Metric[0].GetGauge().GetValue()
+	}
+	assert.Zero(t, gauge("coopkv_failed"))
+	inj.On()
+	require.ErrorIs(t, db.Set([]byte("k"), []byte("v")), kv.ErrFailed)
+	inj.Off()
+	assert.Equal(t, 1.0, gauge("coopkv_failed"))
+	assert.Zero(t, gauge("coopkv_disk_full"))
+	var st kv.Stats
+	require.NoError(t, json.Unmarshal([]byte(do(t, h, http.MethodGet, "/stats", "").body), &st))
+	assert.Contains(t, st.Failed, "injected error")
+	assert.ErrorIs(t, db.Close(), kv.ErrFailed)
 }
 
 func TestTwoHandlersOneProcess(t *testing.T) {
