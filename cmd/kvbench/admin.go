@@ -9,10 +9,10 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/kv/admin"
 )
@@ -30,17 +30,11 @@ const betweenStores = "kvbench is between phases; no store open"
 // interface (the admin handler has no authentication, and PUT changes how
 // the store schedules). A host given ("localhost", "0.0.0.0") is kept.
 func adminAddr(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
+	hp, err := cli.HostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("--admin %q: want HOST:PORT or :PORT: %w", addr, err)
+		return "", fmt.Errorf("--admin %q: %w", addr, err)
 	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return "", fmt.Errorf("--admin %q: the port must be a number from 0 to 65535", addr)
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
+	return hp, nil
 }
 
 // adminServer serves, over HTTP, kv/admin's handler of whichever store of

@@ -8,7 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
+
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 // Random streams of the phases: the same workload gets the same choices on
@@ -34,7 +35,7 @@ const (
 // far, marked interrupted. It then returns errInterrupted, wrapping ctx's
 // cause.
 func runBench(ctx context.Context, cfg *config, out, errOut io.Writer) (err error) {
-	errOut = &lockedWriter{w: errOut}
+	errOut = &cli.SyncWriter{W: errOut}
 	st := &stores{cfg: cfg, log: errOut}
 	if cfg.admin != "" {
 		// Before the load, so that a busy port fails the run at once.
@@ -241,20 +242,6 @@ func runScheduler(ctx context.Context, st *stores, cfg *config, sched string, wo
 		}
 	}
 	return nil
-}
-
-// lockedWriter serializes the writes to w: a run's stderr gets progress
-// from the run's goroutines, the stores' log from Pebble's and the admin
-// server's errors from net/http's.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (lw *lockedWriter) Write(p []byte) (int, error) {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	return lw.w.Write(p)
 }
 
 // nameStream is the random stream of the workload called name.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 // tinyArgs make a run CI-sized: a small store, short phases, short scans.
@@ -294,7 +296,7 @@ func TestRun_InterruptedBeforeMeasuring(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, plotPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "latency.png")
 	ctx, cancel := context.WithCancelCause(t.Context())
-	cancel(signalError{syscall.SIGTERM})
+	cancel(cli.SignalError{Sig: syscall.SIGTERM})
 	var out, errOut bytes.Buffer
 	err := executeTo(ctx, &out, &errOut, append(slices.Clone(tinyArgs),
 		"--workload", "get", "--json", jsonPath, "--plot", plotPath)...)

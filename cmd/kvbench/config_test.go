@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 
 	"github.com/stretchr/testify/assert"
@@ -129,7 +128,7 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"repeated workload", []string{"--workload", "get,get"}, []string{"names a workload twice"}},
 		{"plot format", []string{"--plot", "out.pdf"}, []string{"--plot out.pdf", ".png or .svg"}},
 		{"admin without port", []string{"--admin", "7070"}, []string{`--admin "7070": want HOST:PORT or :PORT`}},
-		{"admin bad port", []string{"--admin", "localhost:http"}, []string{`--admin "localhost:http": the port must be a number from 0 to 65535`}},
+		{"admin bad port", []string{"--admin", "localhost:http"}, []string{`--admin "localhost:http": want HOST:PORT or :PORT: the port must be a number from 0 to 65535`}},
 		{"admin port too big", []string{"--admin", ":70000"}, []string{"the port must be a number from 0 to 65535"}},
 		{"negative max-tasks", []string{"--max-tasks", "-1"}, []string{"--max-tasks must not be negative, not -1"}},
 		{"zero time-slice", []string{"--time-slice", "0s"}, []string{"--time-slice must be positive, not 0s"}},
@@ -208,45 +207,12 @@ func TestStoreOptions(t *testing.T) {
 	assert.True(t, opts.NoSync, "not synced by default")
 }
 
+// TestExitStatus: a usage error exits 2; the rest is cli.ExitStatus's
+// rule (cmd/internal/cli tests it), an interrupted run included.
 func TestExitStatus(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		err  error
-		want int
-	}{
-		{"run failure", io.ErrUnexpectedEOF, 1},
-		{"usage", usageError{errors.New("bad flag")}, 2},
-		{"SIGINT", fmt.Errorf("%w by %w during mlfq get", errInterrupted, signalError{syscall.SIGINT}), 130},
-		{"SIGTERM", fmt.Errorf("%w by %w during mlfq get", errInterrupted, signalError{syscall.SIGTERM}), 143},
-		{"cancelled without a signal", fmt.Errorf("%w by %w during the load", errInterrupted, context.Canceled), 130},
-		{"failure after a signal", fmt.Errorf("load: %w", signalError{syscall.SIGINT}), 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, exitStatus(tc.err))
-		})
-	}
-}
-
-// TestSignalContext sends the test process SIGTERM: the context ends
-// with the signal as its cause.
-func TestSignalContext(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no SIGTERM to send on Windows")
-	}
-	ctx, stop := signalContext(context.Background())
-	defer stop()
-	p, err := os.FindProcess(os.Getpid())
-	require.NoError(t, err)
-	require.NoError(t, p.Signal(syscall.SIGTERM))
-	<-ctx.Done()
-	assert.Equal(t, signalError{syscall.SIGTERM}, context.Cause(ctx))
-	assert.Equal(t, "signal terminated", context.Cause(ctx).Error())
-}
-
-func TestSignalContext_Stop(t *testing.T) {
-	ctx, stop := signalContext(context.Background())
-	stop()
-	assert.ErrorIs(t, context.Cause(ctx), context.Canceled)
+	assert.Equal(t, 2, exitStatus(usageError{errors.New("bad flag")}))
+	assert.Equal(t, 1, exitStatus(io.ErrUnexpectedEOF))
+	assert.Equal(t, 143, exitStatus(fmt.Errorf("%w by %w during mlfq get", errInterrupted, cli.SignalError{Sig: syscall.SIGTERM})))
 }
 
 func TestRoot_Help(t *testing.T) {

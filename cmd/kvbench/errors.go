@@ -2,26 +2,21 @@ package main
 
 import (
 	"errors"
-	"os"
 	"time"
+
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 // errInterrupted is the error of a run stopped before its end: by Ctrl-C
 // (SIGINT) or SIGTERM, or by its context ending otherwise. The run has
 // printed what it measured by then, and written --json and --plot. The
-// error wraps the context's cause too — a signalError when a signal
+// error wraps the context's cause too — a cli.SignalError when a signal
 // stopped it — so that exitStatus can tell SIGINT (130) from SIGTERM (143).
-var errInterrupted = errors.New("interrupted")
+var errInterrupted = cli.ErrInterrupted
 
 // errPhaseOver is the cause of a phase's context ending at the phase's
 // deadline, as against the run's context ending (an interruption).
 var errPhaseOver = errors.New("kvbench: phase over")
-
-// signalError is the cause of a run's context ending on a signal (see
-// signalContext).
-type signalError struct{ sig os.Signal }
-
-func (e signalError) Error() string { return "signal " + e.sig.String() }
 
 // interruption is how a run's steps report that the run's context ended
 // during phase, the phase's progress label ("the load", "mlfq scan

@@ -15,10 +15,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 func main() {
-	ctx, stop := signalContext(context.Background())
+	ctx, stop := cli.SignalContext(context.Background())
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)
 	stop()

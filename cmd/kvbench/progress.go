@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 // progressMode is how a run shows what it is doing.
@@ -34,16 +35,11 @@ func newProgress(w io.Writer, quiet bool) *progress {
 	switch {
 	case quiet:
 		return &progress{w: w, mode: progressQuiet}
-	case isTerminal(w):
+	case cli.IsTerminal(w):
 		return &progress{w: w, mode: progressBars}
 	default:
 		return &progress{w: w, mode: progressLines}
 	}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(interface{ Fd() uintptr })
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // printf writes one line, unless quiet.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 func sampleReport() *report {
@@ -214,7 +216,7 @@ func TestWriteInterruption(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			require.NoError(t, writeInterruption(&buf, tc.stop, signalError{os.Interrupt}))
+			require.NoError(t, writeInterruption(&buf, tc.stop, cli.SignalError{Sig: os.Interrupt}))
 			assert.Equal(t, "\n"+tc.want+"\n", buf.String())
 		})
 	}

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"sync"
-	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 // usageError is a mistake in how kvbench was called: a bad flag, an
@@ -22,50 +20,13 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 // exitStatus is the process exit status for err, the error of a run: 2
-// for a usage error; for an interrupted run 128 + the signal's number, as
-// shells report a process killed by it (130 for SIGINT, 143 for SIGTERM),
-// and 130 when no signal did it; 1 for any other failure.
+// for a usage error, else cli.ExitStatus's (128 + the signal for an
+// interrupted run, 1 for any other failure).
 func exitStatus(err error) int {
-	var sig signalError
-	switch {
-	case errors.As(err, new(usageError)):
+	if errors.As(err, new(usageError)) {
 		return 2
-	case !errors.Is(err, errInterrupted):
-		return 1
-	case errors.As(err, &sig):
-		if n, ok := sig.sig.(syscall.Signal); ok {
-			return 128 + int(n)
-		}
 	}
-	return 128 + int(syscall.SIGINT)
-}
-
-// signalContext returns a context that SIGINT or SIGTERM cancels, with a
-// signalError as its cause, and stop, which releases the signals and must
-// be called. After the first signal the two get their default action
-// back, so that a second Ctrl-C ends at once a run that is slow to stop.
-// (signal.NotifyContext's cause names the signal only in its text.)
-func signalContext(parent context.Context) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case sig := <-sigs:
-			signal.Stop(sigs)
-			cancel(signalError{sig})
-		case <-ctx.Done():
-		case <-done:
-		}
-	})
-	return ctx, func() {
-		signal.Stop(sigs)
-		close(done)
-		wg.Wait()
-		cancel(nil)
-	}
+	return cli.ExitStatus(err)
 }
 
 // newRootCmd builds the kvbench command, with its flags bound to a config

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/kv"
 )
@@ -108,7 +109,7 @@ Any problem fails the command (exit status 1) after it is printed.`,
 			rep := checkReport{OK: true}
 			rep.CheckReport, err = db.Check(ctx)
 			if err != nil {
-				if err := interrupted(ctx, err); err == errInterrupted {
+				if err := cli.Interrupted(ctx, err); errors.Is(err, cli.ErrInterrupted) {
 					return err
 				}
 				rep.OK, rep.TableError, rep.tableErr = false, err.Error(), err
@@ -123,7 +124,7 @@ Any problem fails the command (exit status 1) after it is printed.`,
 					}
 				}
 				if err := it.Err(); err != nil {
-					if err := interrupted(ctx, err); err == errInterrupted {
+					if err := cli.Interrupted(ctx, err); errors.Is(err, cli.ErrInterrupted) {
 						return err
 					}
 					rep.Rows.ScanError, rep.Rows.scanErr = err.Error(), err

@@ -7,14 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 // defaultAddr is where kvctl looks for the admin endpoint: the loopback
@@ -57,7 +57,7 @@ func (f *liveFlags) call(ctx context.Context, method, path string, body, out any
 		return err
 	}
 	defer c.close()
-	return interrupted(ctx, c.do(ctx, method, path, body, out))
+	return cli.Interrupted(ctx, c.do(ctx, method, path, body, out))
 }
 
 // parseAddr reads --addr: "HOST:PORT" (an empty host is 127.0.0.1, as
@@ -84,20 +84,13 @@ func parseAddr(s string) (base *url.URL, hostPort string, err error) {
 		u.RawPath, u.RawQuery, u.Fragment = "", "", ""
 		return u, u.Host, nil
 	}
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return nil, "", fmt.Errorf("--addr %q: want HOST:PORT or an http:// URL: %w", s, err)
-	}
-	if port == "" {
+	if strings.HasSuffix(s, ":") {
 		return nil, "", fmt.Errorf("--addr %q: no port", s)
 	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return nil, "", fmt.Errorf("--addr %q: want HOST:PORT or an http:// URL: the port must be a number from 0 to 65535", s)
+	hostPort, err = cli.HostPort(s)
+	if err != nil {
+		return nil, "", fmt.Errorf("--addr %q: %w (or an http:// URL)", s, err)
 	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	hostPort = net.JoinHostPort(host, port)
 	return &url.URL{Scheme: "http", Host: hostPort}, hostPort, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/coproc"
 )
 
@@ -62,7 +63,7 @@ counts rows over all pages. Without --json a summary goes to stderr.`,
 				resp, err := db.Coprocessor(ctx, req)
 				if err != nil {
 					_ = w.Flush() // the pages before stand
-					return interrupted(ctx, err)
+					return cli.Interrupted(ctx, err)
 				}
 				pages++
 				addStats(&sum, &resp.Stats)

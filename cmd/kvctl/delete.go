@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 )
 
@@ -44,7 +45,7 @@ false). KEY is taken byte for byte, or as hex with --hex.`,
 			_, err = db.Get(ctx, key)
 			existed := err == nil
 			if err != nil && !errors.Is(err, kv.ErrNotFound) {
-				return interrupted(ctx, err)
+				return cli.Interrupted(ctx, err)
 			}
 			if err := db.Delete(key); err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 )
 
@@ -46,7 +47,7 @@ The value prints as text when it is printable UTF-8, else as hex.`,
 				return fmt.Errorf("key %s: %w", strconv.Quote(formatBytes(key, out.hex)), err)
 			}
 			if err != nil {
-				return interrupted(ctx, err)
+				return cli.Interrupted(ctx, err)
 			}
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), pair{Key: formatBytes(key, out.hex), Value: formatBytes(v, out.hex)})

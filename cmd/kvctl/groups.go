@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/resource"
 )
 
@@ -182,7 +183,7 @@ unless --burstable, its limit; 0 = unlimited. --priority is its class
 			ctx := cmd.Context()
 			var got resource.GroupConfig
 			if err := c.do(ctx, "PUT", "/groups/"+cfg.Name, cfg, &got); err != nil {
-				return interrupted(ctx, err)
+				return cli.Interrupted(ctx, err)
 			}
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), got)

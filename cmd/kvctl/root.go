@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
+
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 // output holds the flags every command shares, bound per root command (no
@@ -54,7 +55,7 @@ when Ctrl-C ends a command (the way to leave top).`,
 	root.SetOut(stdout)
 	// Pebble logs from its own goroutines while a command prints: one lock
 	// keeps their lines whole.
-	root.SetErr(&syncWriter{w: stderr})
+	root.SetErr(&cli.SyncWriter{W: stderr})
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.PersistentFlags().BoolVar(&out.json, "json", false, "print JSON (one document; JSON lines for scan, cop and top)")
 	root.PersistentFlags().BoolVar(&out.hex, "hex", false, "print keys and values as hex, and read KEY, VALUE, --start and --end as hex")
@@ -114,15 +115,3 @@ func newJSONLines(w io.Writer) jsonLines {
 }
 
 func (j jsonLines) write(v any) error { return j.enc.Encode(v) }
-
-// syncWriter serialises writes to w.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}

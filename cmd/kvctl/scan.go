@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 )
 
@@ -87,7 +88,7 @@ range.`,
 			if err := it.Err(); err != nil {
 				// What was printed stands: it is the range up to the error.
 				_ = w.Flush()
-				return interrupted(ctx, err)
+				return cli.Interrupted(ctx, err)
 			}
 			return w.Flush()
 		},

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"text/tabwriter"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/readpool"
 )
@@ -117,7 +116,7 @@ waits. Ctrl-C ends it, with exit status 130.`,
 			}
 			defer c.close()
 			w := cmd.OutOrStdout()
-			tp := &top{c: c, w: w, json: out.json, clear: !out.json && isTerminal(w), interval: interval}
+			tp := &top{c: c, w: w, json: out.json, clear: !out.json && cli.IsTerminal(w), interval: interval}
 			return tp.run(cmd.Context(), count)
 		},
 	}
@@ -130,12 +129,6 @@ waits. Ctrl-C ends it, with exit status 130.`,
 	return cmd
 }
 
-// isTerminal reports whether w is a terminal, where top redraws in place.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-}
-
 // top is one run of kvctl top.
 type top struct {
 	c        *adminClient
@@ -146,7 +139,7 @@ type top struct {
 }
 
 // run refreshes count times (0: until ctx ends). Ctrl-C is how an
-// operator stops it, so it returns the bare errInterrupted then.
+// operator stops it, so it returns cli.ErrInterrupted then.
 func (tp *top) run(ctx context.Context, count int) error {
 	tick := time.NewTicker(tp.interval)
 	defer tick.Stop()
@@ -181,13 +174,10 @@ func (tp *top) run(ctx context.Context, count int) error {
 	return nil
 }
 
-// stopped is run's error when ctx ended: the bare errInterrupted for
-// Ctrl-C, which exits 130 without a message.
+// stopped is run's error when ctx ended: cli.ErrInterrupted for Ctrl-C,
+// which exits 130 without a message.
 func (tp *top) stopped(ctx context.Context) error {
-	if errors.Is(context.Cause(ctx), errInterrupted) {
-		return errInterrupted
-	}
-	return context.Cause(ctx)
+	return cli.Interrupted(ctx, context.Cause(ctx))
 }
 
 // fetch takes a snapshot: /stats, stamped when it answered, then

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/kv/admin"
 	"github.com/coopkv/coopkv/readpool"
@@ -111,9 +113,8 @@ func TestTop_Interrupt(t *testing.T) {
 	_, addr := liveStore(t, kv.Options{})
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
-	w := &hookWriter{onFirst: func() { cancel(errInterrupted) }}
+	w := &hookWriter{onFirst: func() { cancel(cli.SignalError{Sig: os.Interrupt}) }}
 	r := kvctlWith(t, ctx, w, "top", "--interval", "10ms", "--addr", addr)
-	assert.Equal(t, exitInterrupted, r.code)
 	assert.Equal(t, 130, r.code)
 	assert.Empty(t, r.stderr)
 	assert.Contains(t, w.String(), "kvctl top")

@@ -46,7 +46,7 @@ func runIsolated(ctx context.Context, cfg *config, name string, errOut io.Writer
 
 	cmd := exec.CommandContext(ctx, exe, childArgs(cfg, name, path)...)
 	// An interrupt, not exec's default kill, so that the child closes its
-	// store and removes its directory (main's signal.NotifyContext).
+	// store and removes its directory (main's cli.SignalContext).
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = childWaitDelay
 	cmd.Stderr = errOut

@@ -19,12 +19,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.SignalContext(context.Background())
 	root := newRootCmd()
 	// go-ycsb prints notes to os.Stdout as it goes ("Using request
 	// distribution …"). Results go to the real stdout through
@@ -36,7 +36,10 @@ func main() {
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {
+		// An interrupted run exits as kvbench and kvctl do: 130 for
+		// SIGINT, 143 for SIGTERM.
+		err = cli.Interrupted(ctx, err)
 		fmt.Fprintf(root.ErrOrStderr(), "ycsb: %v\n", err)
-		os.Exit(1)
+		os.Exit(cli.ExitStatus(err))
 	}
 }
