@@ -127,11 +127,21 @@ func TestGet_CallerHandoffWhenAWorkerCompletesAQueuedGet(t *testing.T) {
 	// The queued Get ran on the worker, its caller blocked; the held one
 	// too, unless it ran inline, on its caller's goroutine (when the
 	// worker was parked at the time), where there is nobody to hand to.
-	// Either way one hand-off: with only Gets live, the worker that
+	// Either way at most one hand-off: with only Gets live, the worker that
 	// readied the held Get's caller steps the queued Get first and hands
-	// its P to both callers at once.
+	// its P to both callers at once. None when the worker's step outlasts
+	// its regular hand-back to Go's scheduler (100 µs, as a Get's step
+	// can under -race on a loaded machine): that Gosched gives the P to
+	// the readied callers uncounted (CI saw it; 1–3% of runs under -race).
 	require.LessOrEqual(t, s.Inline, int64(1))
-	assert.Equal(t, int64(1), s.CallerHandoffs)
+	assert.Equal(t, int64(2), s.Completed, "both Gets served")
+	if s.CallerHandoffs == 0 {
+		// (A Get steps in ~5 µs unhurried; the hand-back counts from the
+		// worker's wake, a little before the step.)
+		assert.GreaterOrEqual(t, s.StepTime.Max, 50*time.Microsecond, "no hand-off though no step came near the hand-back: %+v", s)
+	} else {
+		assert.Equal(t, int64(1), s.CallerHandoffs, "one hand-off serves both callers: %+v", s)
+	}
 }
 
 // queueBehindTheHeldRead runs read on its own goroutine in a store from
