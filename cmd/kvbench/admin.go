@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,11 +98,8 @@ func (s *adminServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
 		return
 	}
-	// kv/admin's error shape: {"error": "..."}.
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": betweenStores}) // only a client gone
+	admin.WriteError(w, http.StatusServiceUnavailable, betweenStores)
 }
 
 // close stops the server: it lets the requests in flight finish, for up

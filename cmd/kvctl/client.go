@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coopkv/coopkv/cmd/internal/cli"
+	"github.com/coopkv/coopkv/kv/admin"
 )
 
 // defaultAddr is where kvctl looks for the admin endpoint: the loopback
@@ -171,7 +172,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &statusError{method: method, path: path, code: resp.StatusCode, msg: errorMessage(b)}
+		return &statusError{method: method, path: path, code: resp.StatusCode, msg: admin.ErrorMessage(b)}
 	}
 	if out == nil {
 		return nil
@@ -180,23 +181,4 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 		return fmt.Errorf("%s %s: the answer from %s is not what kvctl expects (is it a coopkv admin endpoint?): %w", method, path, c.base, err)
 	}
 	return nil
-}
-
-// errorMessage is the "error" of an answer's {"error": "..."} body, or
-// the body's start when it has none (a proxy's page, another server).
-func errorMessage(body []byte) string {
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		return e.Error
-	}
-	s := strings.TrimSpace(string(body))
-	if s == "" {
-		return "no message"
-	}
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:200]) + "…"
-	}
-	return s
 }

@@ -11,18 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coopkv/coopkv/cmd/internal/cli"
+	"github.com/coopkv/coopkv/kv/admin"
 	"github.com/coopkv/coopkv/resource"
 )
 
 // errEmptyGroup refuses an empty NAME, which would address the list of
 // groups instead of one.
 var errEmptyGroup = errors.New("empty group name")
-
-// groupsAnswer is the body of GET /groups.
-type groupsAnswer struct {
-	ResourceControl bool                  `json:"resource_control"`
-	Groups          []resource.GroupStats `json:"groups"`
-}
 
 // groupsReport is what kvctl groups prints with --json.
 type groupsReport struct {
@@ -67,7 +62,7 @@ can still be configured, and apply once the store is opened with it.`,
   kvctl groups delete batch`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var a groupsAnswer
+			var a admin.GroupsList
 			if err := lf.call(cmd.Context(), "GET", "/groups", nil, &a); err != nil {
 				return err
 			}
@@ -205,7 +200,7 @@ unless --burstable, its limit; 0 = unlimited. --priority is its class
 // it will not schedule anything yet. It is a courtesy: a failure to ask is
 // ignored.
 func warnIfUncontrolled(ctx context.Context, c *adminClient, errOut io.Writer) {
-	var a groupsAnswer
+	var a admin.GroupsList
 	if c.do(ctx, "GET", "/groups", nil, &a) == nil && !a.ResourceControl {
 		fmt.Fprintln(errOut, "kvctl: note: resource control is off on this store; groups apply once it is opened with kv.Options.ResourceControl")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/kv/admin"
 	"github.com/coopkv/coopkv/readpool"
 )
 
@@ -74,7 +75,7 @@ type topGroup struct {
 type snapshot struct {
 	at     time.Time
 	stats  kv.Stats
-	groups groupsAnswer
+	groups admin.GroupsList
 }
 
 // newTopCmd builds "kvctl top".

@@ -56,15 +56,6 @@ type handler struct {
 	metrics http.Handler
 }
 
-// groupsList is the body of GET /groups.
-type groupsList struct {
-	// ResourceControl says whether the groups schedule reads; without it
-	// they are kept (and may be configured) but every read runs by MLFQ
-	// level or as the scheduler says.
-	ResourceControl bool                  `json:"resource_control"`
-	Groups          []resource.GroupStats `json:"groups"`
-}
-
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	switch {
@@ -82,12 +73,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if gs == nil {
 				gs = []resource.GroupStats{}
 			}
-			writeJSON(w, http.StatusOK, groupsList{ResourceControl: h.db.Options().ResourceControl, Groups: gs})
+			writeJSON(w, http.StatusOK, GroupsList{ResourceControl: h.db.Options().ResourceControl, Groups: gs})
 		}
 	case strings.HasPrefix(path, "/groups/"):
 		h.group(w, r, strings.TrimPrefix(path, "/groups/"))
 	default:
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %q; try /stats, /metrics or /groups", path))
+		WriteError(w, http.StatusNotFound, fmt.Sprintf("no such path %q; try /stats, /metrics or /groups", path))
 	}
 }
 
@@ -102,16 +93,16 @@ func (h *handler) group(w http.ResponseWriter, r *http.Request, name string) {
 				return
 			}
 		}
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no group %q", name))
+		WriteError(w, http.StatusNotFound, fmt.Sprintf("no group %q", name))
 	case http.MethodPut:
 		cfg, err := decodeConfig(w, r, name)
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is larger than %d bytes", tooBig.Limit))
+				WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is larger than %d bytes", tooBig.Limit))
 				return
 			}
-			writeError(w, http.StatusBadRequest, err.Error())
+			WriteError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		if err := m.Put(cfg); err != nil {
@@ -119,12 +110,12 @@ func (h *handler) group(w http.ResponseWriter, r *http.Request, name string) {
 			if errors.Is(err, resource.ErrTooManyGroups) {
 				code = http.StatusConflict
 			}
-			writeError(w, code, err.Error())
+			WriteError(w, code, err.Error())
 			return
 		}
 		got, ok := m.Get(name)
 		if !ok { // deleted between Put and Get by another request
-			writeError(w, http.StatusConflict, fmt.Sprintf("group %q was deleted while it was being set", name))
+			WriteError(w, http.StatusConflict, fmt.Sprintf("group %q was deleted while it was being set", name))
 			return
 		}
 		writeJSON(w, http.StatusOK, got)
@@ -133,11 +124,11 @@ func (h *handler) group(w http.ResponseWriter, r *http.Request, name string) {
 		case err == nil:
 			writeJSON(w, http.StatusOK, map[string]string{"deleted": name})
 		case errors.Is(err, resource.ErrNoGroup):
-			writeError(w, http.StatusNotFound, err.Error())
+			WriteError(w, http.StatusNotFound, err.Error())
 		case errors.Is(err, resource.ErrDefaultGroup):
-			writeError(w, http.StatusConflict, err.Error())
+			WriteError(w, http.StatusConflict, err.Error())
 		default:
-			writeError(w, http.StatusBadRequest, err.Error())
+			WriteError(w, http.StatusBadRequest, err.Error())
 		}
 	default:
 		methodNotAllowed(w, r, http.MethodGet, http.MethodPut, http.MethodDelete)
@@ -191,16 +182,7 @@ func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 
 func methodNotAllowed(w http.ResponseWriter, r *http.Request, methods ...string) {
 	w.Header().Set("Allow", strings.Join(methods, ", "))
-	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(methods, ", ")))
-}
-
-// errorBody is every error's body.
-type errorBody struct {
-	Error string `json:"error"`
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, errorBody{Error: msg})
+	WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(methods, ", ")))
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -208,7 +190,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	if err != nil {
 		// Only a bug in a figure's type (e.g. a NaN float) gets here.
 		code = http.StatusInternalServerError
-		b, _ = json.Marshal(errorBody{Error: "encoding the answer: " + err.Error()})
+		b, _ = json.Marshal(ErrorBody{Error: "encoding the answer: " + err.Error()})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
