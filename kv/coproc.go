@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -107,7 +108,8 @@ func copError(err error) error {
 		return nil
 	}
 	if errors.Is(err, coproc.ErrInvalidRange) {
-		err = fmt.Errorf("%w: %w", ErrInvalidRange, err)
+		// coproc's words name the range: keep them, not its prefix.
+		err = &invalidRangeError{inner: err, detail: strings.TrimPrefix(err.Error(), coproc.ErrInvalidRange.Error()+": ")}
 	}
 	return fmt.Errorf("kv: coprocessor: %w", storeErr(err))
 }

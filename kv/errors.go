@@ -103,8 +103,11 @@ func storeErr(err error) error {
 		return ErrBusy
 	case errors.Is(err, readpool.ErrClosed):
 		return ErrClosed
+	case errors.Is(err, ErrInvalidRange):
+		return err // worded already (invalidRangeError)
 	case errors.Is(err, scan.ErrInvalidRange):
-		return ErrInvalidRange
+		// scanError names the range already.
+		return &invalidRangeError{inner: err, detail: "start after end"}
 	case errors.Is(err, scan.ErrNegativeLimit):
 		return errNegativeLimit
 	}
@@ -139,6 +142,21 @@ func (e *corruptError) Error() string {
 
 func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
 func (e *corruptError) Unwrap() error        { return e.err }
+
+// invalidRangeError is ErrInvalidRange in the words of the package that
+// found the range invalid, without that package's prefix: "invalid range:
+// Ranges[0] ["b", "a"): start after end", not "kv: invalid range: coproc:
+// invalid range: Ranges[0] …". It matches ErrInvalidRange and unwraps to
+// the inner package's error.
+type invalidRangeError struct {
+	inner  error
+	detail string // what is wrong, with the range where not said around it
+}
+
+func (e *invalidRangeError) Error() string { return "invalid range: " + e.detail }
+
+func (e *invalidRangeError) Is(target error) bool { return target == ErrInvalidRange }
+func (e *invalidRangeError) Unwrap() error        { return e.inner }
 
 // panicError is a read whose step panicked. It carries the pool's
 // *readpool.PanicError (errors.As finds it, and through it an error the

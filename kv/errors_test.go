@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
 )
@@ -133,8 +134,13 @@ func TestErrors_Mapping(t *testing.T) {
 		{name: "get closed empty key", err: getErr(closed, ctx, ""), is: ErrClosed, bare: true},
 		{name: "get invalid priority", err: getErr(open, WithPriority(ctx, 5), "k"), is: errInvalidPriority, text: `kv: get "k": kv: invalid priority 5`},
 		{name: "get invalid priority direct", err: getErr(direct, WithPriority(ctx, 99), "k"), is: errInvalidPriority, text: `kv: get "k": kv: invalid priority 99`},
-		{name: "scan invalid range", err: scanErr(open, ctx, "b", "a", nil), is: ErrInvalidRange, text: `kv: scan ["b", "a"): kv: invalid range`},
-		{name: "scan invalid range direct", err: scanErr(direct, ctx, "b", "a", nil), is: ErrInvalidRange, text: `kv: scan ["b", "a"): kv: invalid range`},
+		{name: "scan invalid range", err: scanErr(open, ctx, "b", "a", nil), is: ErrInvalidRange, text: `kv: scan ["b", "a"): invalid range: start after end`},
+		{name: "scan invalid range direct", err: scanErr(direct, ctx, "b", "a", nil), is: ErrInvalidRange, text: `kv: scan ["b", "a"): invalid range: start after end`},
+		{name: "coprocessor invalid range", err: func() error {
+			_, err := open.Coprocessor(ctx, &coproc.Request{Ranges: []coproc.KeyRange{{Start: []byte("b"), End: []byte("a")}}})
+			assert.ErrorIs(t, err, coproc.ErrInvalidRange, "coproc's own sentinel too")
+			return err
+		}, is: ErrInvalidRange, text: `kv: coprocessor: invalid range: Ranges[0] ["b", "a"): start after end`},
 		{name: "scan negative limit", err: scanErr(open, ctx, "", "", &ScanOptions{Limit: -1}), is: errNegativeLimit, text: `kv: scan [-inf, +inf): kv: negative ScanOptions.Limit`},
 		{name: "scan cancelled", err: scanErr(open, cancelled, "a", "", nil), is: context.Canceled, text: `kv: scan ["a", +inf): context canceled`},
 		{name: "scan cancelled direct", err: scanErr(direct, cancelled, "", "z", nil), is: context.Canceled, text: `kv: scan [-inf, "z"): context canceled`},

@@ -168,10 +168,16 @@ func (o *Options) validate() error {
 	if o.CacheSize < 0 {
 		errs = append(errs, fmt.Errorf("kv: CacheSize %d is negative", o.CacheSize))
 	}
-	// The pool's own fields are the pool's to judge.
-	po := readpool.Options{Workers: o.Workers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice}
-	if err := po.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("kv: %w", err))
+	// The pool's fields, in the store's words (readpool.Options.Validate
+	// would name the pool's options).
+	if o.Workers < 0 {
+		errs = append(errs, fmt.Errorf("kv: Workers %d is negative", o.Workers))
+	}
+	if o.MaxTasks < 0 {
+		errs = append(errs, fmt.Errorf("kv: MaxTasks %d is negative", o.MaxTasks))
+	}
+	if o.TimeSlice < 0 {
+		errs = append(errs, fmt.Errorf("kv: TimeSlice %v is negative", o.TimeSlice))
 	}
 	switch o.Scheduler {
 	case "", SchedulerMLFQ, SchedulerFIFO, SchedulerDirect, SchedulerPriority, SchedulerWorkStealing:
