@@ -160,8 +160,7 @@ type SpawnOptions struct {
 	// Tag is an opaque extra for the queue and the Accountant (Entry.Tag),
 	// e.g. the task's resource group resolved once at spawn.
 	Tag any
-	// Priority is the value a priority queue orders by (lower first) when
-	// it has no PriorityFunc of its own.
+	// Priority is a value a queue may order by (Entry.Priority).
 	Priority uint64
 	// Inline lets Spawn run the first step on the caller's goroutine when a
 	// worker is idle, nothing is queued and the queue agrees

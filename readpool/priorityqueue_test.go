@@ -7,8 +7,9 @@ import "time"
 // time, so a group's tasks are re-ranked every time they are queued.
 type PriorityFunc func(e *Entry) uint64
 
-// PriorityQueue runs the entry with the lowest priority value first, ties in
-// arrival order. With a PriorityFunc the value is recomputed at every Push;
+// PriorityQueue is a test queue: it runs the entry with the lowest priority
+// value first, ties in arrival order, so that the pool's tests can order
+// tasks as they please (resource control's queue is resource.Scheduler). With a PriorityFunc the value is recomputed at every Push;
 // without one, Entry.Priority is used as given. It never preempts and never
 // holds entries back; resource control builds its own queue for that.
 type PriorityQueue struct {
