@@ -88,7 +88,7 @@ there is no pool to show.`,
 				BlockCacheHitRate: st.Storage.BlockCacheHitRate, MemTableSize: st.Storage.MemTableSize,
 				RowCache: st.RowCache.Enabled, RowCacheCapacity: st.RowCache.Capacity, RowCacheHitRate: st.RowCache.HitRate,
 			}}
-			if st.Pool != nil {
+			if st.Pool != nil && st.Pool.Queue.Kind != priorityQueue {
 				rep.LevelShares = levelShares(st.Pool.Queue.Levels)
 			}
 			if out.json {
@@ -118,6 +118,18 @@ func levelShares(levels []readpool.LevelStats) []float64 {
 	return s
 }
 
+// priorityQueue is the queue kind of resource control (resource.Scheduler),
+// whose levels are the priority classes, most urgent first.
+const priorityQueue = "priority"
+
+// className names the priority queue's level i.
+func className(i int) string {
+	if names := []string{"high", "medium", "low"}; i < len(names) {
+		return names[i]
+	}
+	return strconv.Itoa(i)
+}
+
 // printPool prints the pool's figures as a few small tables.
 func printPool(w io.Writer, r *poolReport) error {
 	switch {
@@ -136,13 +148,22 @@ func printPool(w io.Writer, r *poolReport) error {
 	fmt.Fprintf(tw, "workers\t%d: busy %d, parked %d, extra %d, spare %d\n", p.Workers, p.Busy, p.Parked, p.Extra, p.Spares)
 	fmt.Fprintf(tw, "tasks now\tqueued %d, held %d, running %d, pending %d\n", p.Queued, p.Held, p.Running, p.Pending)
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "level\tqueued\tshare of step time\tsteps")
-	for i, l := range p.Queue.Levels {
-		share := "-"
-		if r.LevelShares != nil {
-			share = percent(r.LevelShares[i])
+	if p.Queue.Kind == priorityQueue {
+		// Resource control queues by priority class, then by group: MLFQ
+		// levels and their shares mean nothing there.
+		fmt.Fprintln(tw, "class\tqueued")
+		for i, l := range p.Queue.Levels {
+			fmt.Fprintf(tw, "%s\t%d\n", className(i), l.Queued)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\n", i, l.Queued, share, l.Steps)
+	} else {
+		fmt.Fprintln(tw, "level\tqueued\tshare of step time\tsteps")
+		for i, l := range p.Queue.Levels {
+			share := "-"
+			if r.LevelShares != nil {
+				share = percent(r.LevelShares[i])
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%d\n", i, l.Queued, share, l.Steps)
+		}
 	}
 	if p.Queue.Kind == "mlfq" { // other queues have no level-0 target
 		fmt.Fprintf(tw, "level 0\tshare %s, chance (target) %s\n", percent(p.Queue.Level0Share), percent(p.Queue.Chance))

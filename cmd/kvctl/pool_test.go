@@ -105,3 +105,14 @@ func TestPool_FailedStore(t *testing.T) {
 	assert.Contains(t, kvctl(t, "pool", "--addr", addr).ok(t), "store FAILED, writes refused")
 	assert.ErrorIs(t, db.Close(), kv.ErrFailed)
 }
+
+// TestPool_PriorityShowsClasses: under resource control the queue's levels
+// are priority classes; kvctl shows them so, without MLFQ shares.
+func TestPool_PriorityShowsClasses(t *testing.T) {
+	_, addr := liveStore(t, kv.Options{ResourceControl: true})
+	rep := decode[poolReport](t, kvctl(t, "pool", "--addr", addr, "--json").ok(t))
+	assert.Nil(t, rep.LevelShares, "no MLFQ shares")
+	out := kvctl(t, "pool", "--addr", addr).ok(t)
+	assert.Regexp(t, `class\s+queued\nhigh\s+\d+\nmedium\s+\d+\nlow\s+\d+\n`, out)
+	assert.NotContains(t, out, "share of step time")
+}
