@@ -84,11 +84,16 @@ type Awaited interface {
 // the generation it was given, and every transition it asks for is a CAS
 // on the whole word, so it fails on a handle that has moved on to another
 // task. Nobody has to remember not to touch a recycled handle.
+//
+// The names are DESIGN.md's (YATP's) but for two: QUEUED is YATP's
+// NOTIFIED (ready, waiting for a worker) and WAITING its IDLE (returned
+// Pending, waiting for its waker); POLLING_WOKEN is what YATP records as
+// NOTIFIED while a task is POLLING. POLLING and COMPLETED are the same.
 const (
-	stateQueued       uint64 = iota + 1 // in the queue, or held by it (0 is no state)
+	stateQueued       uint64 = iota + 1 // YATP's NOTIFIED: in the queue, or held by it (0 is no state)
 	statePolling                        // a step runs
-	statePollingWoken                   // woken or cancelled during the step: requeue or end after it
-	stateWaiting                        // returned Pending; waits for Wake
+	statePollingWoken                   // YATP's NOTIFIED while POLLING: woken or cancelled during the step; requeue or end after it
+	stateWaiting                        // YATP's IDLE: returned Pending; waits for Wake
 	stateCompleted                      // ended; wakes and cancels are no-ops
 
 	stateBits = 8
