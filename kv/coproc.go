@@ -2,9 +2,7 @@ package kv
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -106,10 +104,6 @@ func (db *DB) CoprocessorRaw(ctx context.Context, req []byte) ([]byte, error) {
 func copError(err error) error {
 	if err == nil {
 		return nil
-	}
-	if errors.Is(err, coproc.ErrInvalidRange) {
-		// coproc's words name the range: keep them, not its prefix.
-		err = &invalidRangeError{inner: err, detail: strings.TrimPrefix(err.Error(), coproc.ErrInvalidRange.Error()+": ")}
 	}
 	return fmt.Errorf("kv: coprocessor: %w", storeErr(err))
 }

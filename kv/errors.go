@@ -9,6 +9,7 @@ import (
 	crerrors "github.com/cockroachdb/errors"
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
 	"github.com/coopkv/coopkv/scan"
@@ -103,8 +104,9 @@ func storeErr(err error) error {
 		return ErrBusy
 	case errors.Is(err, readpool.ErrClosed):
 		return ErrClosed
-	case errors.Is(err, ErrInvalidRange):
-		return err // worded already (invalidRangeError)
+	case errors.Is(err, coproc.ErrInvalidRange):
+		// coproc's words name the range: keep them, not its prefix.
+		return &invalidRangeError{inner: err, detail: strings.TrimPrefix(err.Error(), coproc.ErrInvalidRange.Error()+": ")}
 	case errors.Is(err, scan.ErrInvalidRange):
 		// scanError names the range already.
 		return &invalidRangeError{inner: err, detail: "start after end"}
