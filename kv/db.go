@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -133,7 +132,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, events.DiskSlow)
 		closers = append(closers, fsCloser)
 	}
-	po.FS = &diskFS{FS: po.FS, h: disk, dir: filepath.Clean(dir)}
+	po.FS = &diskFS{FS: po.FS, h: disk, dir: filepath.Clean(dir), os: o.FS == nil && !o.InMemory}
 	tunePebble(po, o.CacheSize)
 	// Open checks the tables itself (checkTableFiles): Pebble's check
 	// fails with an error that says neither ErrCorrupt nor anything a
@@ -179,11 +178,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return nil, err
 }
 
-// lockErr turns Pebble's failure to lock the directory — fcntl's EAGAIN or
-// EACCES from another process, Pebble's own message for a second opener in
-// this one — into ErrLocked, keeping Pebble's words.
+// lockErr turns a failure to lock the directory — fcntl's EAGAIN or EACCES
+// from another process, errLockedHere for a second opener in this one
+// (diskFS.Lock) — into ErrLocked, keeping the cause's words.
 func lockErr(err error) error {
-	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || strings.Contains(err.Error(), "lock held by current process") {
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || errors.Is(err, errLockedHere) {
 		return fmt.Errorf("%w (%v)", ErrLocked, err)
 	}
 	return err
