@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,10 +18,6 @@ import (
 // defaultAddr is where kvctl looks for the admin endpoint: the loopback
 // address kvbench's examples serve it on.
 const defaultAddr = "127.0.0.1:7070"
-
-// maxAnswerBytes bounds an answer kvctl reads: a /stats of a store with
-// the most groups (resource.MaxGroups) is far smaller.
-const maxAnswerBytes = 16 << 20
 
 // liveFlags are the flags of the commands that talk to an admin endpoint.
 type liveFlags struct {
@@ -47,7 +40,7 @@ func (f *liveFlags) client() (*adminClient, error) {
 		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	return &adminClient{base: base, hostPort: hostPort, hc: &http.Client{Transport: tr, Timeout: f.timeout}}, nil
+	return &adminClient{Client: admin.NewClient(base, &http.Client{Transport: tr, Timeout: f.timeout}), hostPort: hostPort}, nil
 }
 
 // call is a live command's whole conversation with the endpoint: one
@@ -95,90 +88,28 @@ func parseAddr(s string) (base *url.URL, hostPort string, err error) {
 	return &url.URL{Scheme: "http", Host: hostPort}, hostPort, nil
 }
 
-// adminClient makes kv/admin's requests (see admin.Handler).
+// adminClient is kv/admin's Client, with the address kvctl was given for
+// the hint an unreachable endpoint gets.
 type adminClient struct {
-	base     *url.URL
+	*admin.Client
 	hostPort string
-	hc       *http.Client
 }
 
 // close drops the client's idle connections, and with them their
 // goroutines.
-func (c *adminClient) close() { c.hc.CloseIdleConnections() }
+func (c *adminClient) close() { c.Close() }
 
-// unreachableError is a request that got no answer: nothing listens at
-// the address, or the connection failed.
-type unreachableError struct {
-	url, hostPort string
-	err           error
-}
-
-func (e *unreachableError) Error() string {
-	return fmt.Sprintf(`cannot reach the admin endpoint at %s: %v; start one with "kvbench --admin %s" or mount admin.Handler(db) in your program`, e.url, e.err, e.hostPort)
-}
-
-func (e *unreachableError) Unwrap() error { return e.err }
-
-// statusError is a non-2xx answer, with the endpoint's own message.
-type statusError struct {
-	method, path string
-	code         int
-	msg          string // the body's "error", or the start of a body that had none
-}
-
-func (e *statusError) Error() string {
-	return fmt.Sprintf("%s %s: %s (HTTP %d %s)", e.method, e.path, e.msg, e.code, http.StatusText(e.code))
-}
-
-// do sends method path with body (JSON-encoded unless nil) and decodes a
-// 2xx answer into out (unless nil). Other answers become a statusError,
-// no answer an unreachableError; ctx's end is returned as it is.
+// do is admin.Client.Do, telling the operator how to start an endpoint
+// when none answers.
 func (c *adminClient) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", method, path, err)
-		}
-		rd = bytes.NewReader(b)
+	return c.explain(c.Do(ctx, method, path, body, out))
+}
+
+// explain adds to an unreachable endpoint's error how to start one there.
+func (c *adminClient) explain(err error) error {
+	var ue *admin.UnreachableError
+	if errors.As(err, &ue) {
+		return fmt.Errorf(`%w; start one with "kvbench --admin %s" or mount admin.Handler(db) in your program`, err, c.hostPort)
 	}
-	u := *c.base
-	u.Path += path
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the URL is in our message already
-		}
-		return &unreachableError{url: c.base.String(), hostPort: c.hostPort, err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if err != nil {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &statusError{method: method, path: path, code: resp.StatusCode, msg: admin.ErrorMessage(b)}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: the answer from %s is not what kvctl expects (is it a coopkv admin endpoint?): %w", method, path, c.base, err)
-	}
-	return nil
+	return err
 }

@@ -167,7 +167,7 @@ func TestLive_NotAnAdminEndpoint(t *testing.T) {
 	t.Cleanup(srv.Close)
 	r := kvctl(t, "pool", "--addr", srv.URL)
 	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, "is not what kvctl expects (is it a coopkv admin endpoint?)")
+	assert.Contains(t, r.stderr, "(is it a coopkv admin endpoint?)")
 	r = kvctl(t, "groups", "--addr", srv.URL)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "GET /groups: teapot here (HTTP 418 I'm a teapot)")

@@ -176,9 +176,9 @@ unless --burstable, its limit; 0 = unlimited. --priority is its class
 			}
 			defer c.close()
 			ctx := cmd.Context()
-			var got resource.GroupConfig
-			if err := c.do(ctx, "PUT", "/groups/"+cfg.Name, cfg, &got); err != nil {
-				return cli.Interrupted(ctx, err)
+			got, err := c.PutGroup(ctx, cfg)
+			if err != nil {
+				return cli.Interrupted(ctx, c.explain(err))
 			}
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), got)
@@ -200,8 +200,7 @@ unless --burstable, its limit; 0 = unlimited. --priority is its class
 // it will not schedule anything yet. It is a courtesy: a failure to ask is
 // ignored.
 func warnIfUncontrolled(ctx context.Context, c *adminClient, errOut io.Writer) {
-	var a admin.GroupsList
-	if c.do(ctx, "GET", "/groups", nil, &a) == nil && !a.ResourceControl {
+	if a, err := c.Groups(ctx); err == nil && !a.ResourceControl {
 		fmt.Fprintln(errOut, "kvctl: note: resource control is off on this store; groups apply once it is opened with kv.Options.ResourceControl")
 	}
 }
@@ -220,9 +219,7 @@ deleted.`,
 			if args[0] == "" {
 				return errEmptyGroup
 			}
-			var got struct {
-				Deleted string `json:"deleted"`
-			}
+			var got admin.Deleted
 			if err := lf.call(cmd.Context(), "DELETE", "/groups/"+args[0], nil, &got); err != nil {
 				return err
 			}

@@ -154,13 +154,13 @@ func (tp *top) run(ctx context.Context, count int) error {
 			}
 		}
 		cur, err := tp.fetch(ctx)
-		var se *statusError
+		var se *admin.StatusError
 		switch {
 		case ctx.Err() != nil:
 			return tp.stopped(ctx)
-		case errors.As(err, &se) && se.code == http.StatusServiceUnavailable:
+		case errors.As(err, &se) && se.Code == http.StatusServiceUnavailable:
 			prev = nil // the next store's counters start afresh
-			if err := tp.print(&topFrame{Time: time.Now(), Note: se.msg}); err != nil {
+			if err := tp.print(&topFrame{Time: time.Now(), Note: se.Msg}); err != nil {
 				return err
 			}
 			continue
@@ -185,12 +185,13 @@ func (tp *top) stopped(ctx context.Context) error {
 // /groups.
 func (tp *top) fetch(ctx context.Context) (*snapshot, error) {
 	var s snapshot
-	if err := tp.c.do(ctx, "GET", "/stats", nil, &s.stats); err != nil {
-		return nil, err
+	var err error
+	if s.stats, err = tp.c.Stats(ctx); err != nil {
+		return nil, tp.c.explain(err)
 	}
 	s.at = time.Now()
-	if err := tp.c.do(ctx, "GET", "/groups", nil, &s.groups); err != nil {
-		return nil, err
+	if s.groups, err = tp.c.Groups(ctx); err != nil {
+		return nil, tp.c.explain(err)
 	}
 	return &s, nil
 }
@@ -294,7 +295,7 @@ func (tp *top) print(f *topFrame) error {
 		}
 	}
 	tw := tabwriter.NewWriter(tp.w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "kvctl top — %s — %s\n", f.Time.Format(time.TimeOnly), tp.c.base)
+	fmt.Fprintf(tw, "kvctl top — %s — %s\n", f.Time.Format(time.TimeOnly), tp.c.URL())
 	if f.Note != "" {
 		fmt.Fprintf(tw, "the endpoint says: %s; waiting\n\n", f.Note)
 		return tw.Flush()

@@ -122,7 +122,7 @@ func (h *handler) group(w http.ResponseWriter, r *http.Request, name string) {
 	case http.MethodDelete:
 		switch err := m.Delete(name); {
 		case err == nil:
-			writeJSON(w, http.StatusOK, map[string]string{"deleted": name})
+			writeJSON(w, http.StatusOK, Deleted{Deleted: name})
 		case errors.Is(err, resource.ErrNoGroup):
 			WriteError(w, http.StatusNotFound, err.Error())
 		case errors.Is(err, resource.ErrDefaultGroup):

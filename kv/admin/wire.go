@@ -21,6 +21,11 @@ type GroupsList struct {
 	Groups          []resource.GroupStats `json:"groups"`
 }
 
+// Deleted is the body of DELETE /groups/NAME's answer.
+type Deleted struct {
+	Deleted string `json:"deleted"`
+}
+
 // ErrorBody is the body of every error answer.
 type ErrorBody struct {
 	Error string `json:"error"`
