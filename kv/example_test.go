@@ -210,3 +210,37 @@ func ExampleDB_MultiGet() {
 	// "1" nil=false
 	// <nil>
 }
+
+func ExampleCoprocessorPages() {
+	db, err := kv.Open("", &kv.Options{InMemory: true})
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	for i := range 10 {
+		row, err := coproc.EncodeRow(map[string]any{"n": i})
+		if err != nil {
+			panic(err)
+		}
+		if err := db.Set(fmt.Appendf(nil, "row/%02d", i), row); err != nil {
+			panic(err)
+		}
+	}
+	// Three rows scanned a page, seven rows in all: the last page is sent
+	// with the one row left of the Limit.
+	req := &coproc.Request{Ranges: []coproc.KeyRange{{}}, Columns: []string{"n"}, PagingSize: 3, Limit: 7}
+	for resp, err := range kv.CoprocessorPages(context.Background(), db, req) {
+		if err != nil {
+			panic(err)
+		}
+		var ns []any
+		for _, r := range resp.Rows {
+			ns = append(ns, r["n"])
+		}
+		fmt.Println(ns, "more:", resp.ResumeKey != nil)
+	}
+	// Output:
+	// [0 1 2] more: true
+	// [3 4 5] more: true
+	// [6] more: false
+}
