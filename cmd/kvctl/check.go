@@ -134,11 +134,7 @@ Any problem fails the command (exit status 1) after it is printed.`,
 					rep.OK = false
 				}
 			}
-			if out.json {
-				if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
-					return err
-				}
-			} else if err := printCheck(cmd.OutOrStdout(), &rep); err != nil {
+			if err := out.print.Print(&rep); err != nil {
 				return err
 			}
 			if !rep.OK {
@@ -152,26 +148,28 @@ Any problem fails the command (exit status 1) after it is printed.`,
 	return cmd
 }
 
-// printCheck prints a check's findings, a line per problem: the table
+// WriteText prints a check's findings, a line per problem: the table
 // error, then each corrupt key.
-func printCheck(w io.Writer, r *checkReport) error {
+func (r *checkReport) WriteText(w io.Writer) error {
+	var b strings.Builder
 	if r.TableError != "" {
-		fmt.Fprintf(w, "corrupt: %s\n", r.TableError)
+		fmt.Fprintf(&b, "corrupt: %s\n", r.TableError)
 	} else {
-		fmt.Fprintf(w, "tables ok: %d points, %d tombstones, %d tables verified\n", r.Points, r.Tombstones, r.Tables)
+		fmt.Fprintf(&b, "tables ok: %d points, %d tombstones, %d tables verified\n", r.Points, r.Tombstones, r.Tables)
 	}
 	if rr := r.Rows; rr != nil {
 		for _, c := range rr.Corrupt {
-			fmt.Fprintf(w, "corrupt row %s: %s\n", strconv.Quote(c.Key), c.Error)
+			fmt.Fprintf(&b, "corrupt row %s: %s\n", strconv.Quote(c.Key), c.Error)
 		}
 		if rr.ScanError != "" {
-			fmt.Fprintf(w, "rows: the scan failed after %d values: %s\n", rr.Checked, rr.ScanError)
+			fmt.Fprintf(&b, "rows: the scan failed after %d values: %s\n", rr.Checked, rr.ScanError)
 		}
 		if len(rr.Corrupt) == 0 && rr.ScanError == "" {
-			fmt.Fprintf(w, "rows ok: %d values in %s decode as rows\n", rr.Checked, rangeText(rr.Start, rr.End))
+			fmt.Fprintf(&b, "rows ok: %d values in %s decode as rows\n", rr.Checked, rangeText(rr.Start, rr.End))
 		}
 	}
-	return nil
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // checkError sums up a failed check in one line: the details, every key

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 )
@@ -11,6 +12,11 @@ import (
 type checkpointed struct {
 	Dir string `json:"dir"`
 	To  string `json:"to"`
+}
+
+func (c checkpointed) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "checkpoint of %s written to %s\n", c.Dir, c.To)
+	return err
 }
 
 // newCheckpointCmd builds "kvctl checkpoint".
@@ -41,11 +47,7 @@ has open, that process calls kv.DB.Checkpoint.`,
 			if err := db.Checkpoint(to); err != nil {
 				return err
 			}
-			if out.json {
-				return printJSON(cmd.OutOrStdout(), checkpointed{Dir: sf.dir, To: to})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "checkpoint of %s written to %s\n", sf.dir, to)
-			return nil
+			return out.print.Print(checkpointed{Dir: sf.dir, To: to})
 		},
 	}
 	sf.add(cmd)

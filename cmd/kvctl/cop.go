@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/coproc"
+	"github.com/coopkv/coopkv/kv"
 )
 
 // newCopCmd builds "kvctl cop": a coprocessor request from JSON, its rows
@@ -54,42 +54,29 @@ counts rows over all pages. Without --json a summary goes to stderr.`,
 			}
 			defer closeStore(db, &err)
 			ctx := cmd.Context()
-			w := bufio.NewWriter(cmd.OutOrStdout())
-			lines := newJSONLines(w)
+			p := out.print
 			var sum coproc.Stats
 			pages := 0
-			limit := req.Limit
-			for {
-				resp, err := db.Coprocessor(ctx, req)
+			for resp, err := range kv.CoprocessorPages(ctx, db, req) {
 				if err != nil {
-					_ = w.Flush() // the pages before stand
+					_ = p.Flush() // the pages before stand
 					return cli.Interrupted(ctx, err)
 				}
 				pages++
 				addStats(&sum, &resp.Stats)
 				for _, row := range resp.Rows {
-					if err := lines.write(jsonValue(row, out.hex)); err != nil {
+					if err := p.Item(copRow(jsonRow(row, out.hex))); err != nil {
 						return err
 					}
 				}
-				if resp.ResumeKey == nil {
-					break
-				}
-				req = req.ResumeFrom(resp.ResumeKey)
-				if limit > 0 {
-					// Each page's Limit is its own: what is left of ours.
-					if req.Limit = limit - int(sum.RowsReturned); req.Limit <= 0 {
-						break
-					}
-				}
 			}
-			if err := w.Flush(); err != nil {
+			if err := p.Flush(); err != nil {
 				return err
 			}
-			if !out.json {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d rows returned, %d scanned, %s read, %d page(s); queued %s, executing %s\n",
+			p.Note(func() string {
+				return fmt.Sprintf("%d rows returned, %d scanned, %s read, %d page(s); queued %s, executing %s",
 					sum.RowsReturned, sum.RowsScanned, size(sum.BytesRead), pages, shortDur(sum.WaitTime), shortDur(sum.ExecTime))
-			}
+			})
 			return nil
 		},
 	}
@@ -141,6 +128,21 @@ func addStats(sum, s *coproc.Stats) {
 	sum.ExecTime += s.ExecTime
 }
 
+// copRow is a result row of cop. Its text is its JSON line too: rows have
+// whatever columns the request asks for, and JSON keeps their types.
+type copRow map[string]any
+
+func (r copRow) WriteText(w io.Writer) error { return cli.JSONLine(w, r) }
+
+// jsonRow is jsonValue for a row.
+func jsonRow(row map[string]any, asHex bool) map[string]any {
+	m := make(map[string]any, len(row))
+	for k, v := range row {
+		m[k] = jsonValue(v, asHex)
+	}
+	return m
+}
+
 // jsonValue makes a row's value printable as JSON: bytes as kvctl prints
 // keys (encoding/json would write base64), and the floats JSON has no
 // number for (NaN, ±Inf, which an avg or a stored row may hold) as
@@ -160,11 +162,7 @@ func jsonValue(v any, asHex bool) any {
 		}
 		return s
 	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = jsonValue(e, asHex)
-		}
-		return m
+		return jsonRow(x, asHex)
 	}
 	return v
 }

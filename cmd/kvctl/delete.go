@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,10 @@ type deleted struct {
 	// key is not an error, but an operator who mistyped it wants to know.
 	Existed bool `json:"existed"`
 }
+
+// WriteText prints nothing: a missing key is a note on stderr, and the
+// rest is no news.
+func (deleted) WriteText(io.Writer) error { return nil }
 
 // newDeleteCmd builds "kvctl delete".
 func newDeleteCmd(out *output) *cobra.Command {
@@ -51,13 +56,10 @@ false). KEY is taken byte for byte, or as hex with --hex.`,
 				return err
 			}
 			d := deleted{Key: formatBytes(key, out.hex), Existed: existed}
-			if out.json {
-				return printJSON(cmd.OutOrStdout(), d)
-			}
 			if !existed {
-				fmt.Fprintf(cmd.ErrOrStderr(), "kvctl: note: key %s was not in the store\n", strconv.Quote(d.Key))
+				out.print.Note(func() string { return fmt.Sprintf("kvctl: note: key %s was not in the store", strconv.Quote(d.Key)) })
 			}
-			return nil
+			return out.print.Print(d)
 		},
 	}
 	sf.add(cmd)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,15 @@ import (
 type pair struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
+}
+
+// gotValue is get's result: the pair for scripts, the value alone for
+// people (who typed the key).
+type gotValue pair
+
+func (g gotValue) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintln(w, g.Value)
+	return err
 }
 
 // newGetCmd builds "kvctl get".
@@ -49,11 +59,7 @@ The value prints as text when it is printable UTF-8, else as hex.`,
 			if err != nil {
 				return cli.Interrupted(ctx, err)
 			}
-			if out.json {
-				return printJSON(cmd.OutOrStdout(), pair{Key: formatBytes(key, out.hex), Value: formatBytes(v, out.hex)})
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), formatBytes(v, out.hex))
-			return err
+			return out.print.Print(gotValue{Key: formatBytes(key, out.hex), Value: formatBytes(v, out.hex)})
 		},
 	}
 	sf.add(cmd)

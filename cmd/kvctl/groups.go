@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -66,11 +65,7 @@ can still be configured, and apply once the store is opened with it.`,
 			if err := lf.call(cmd.Context(), "GET", "/groups", nil, &a); err != nil {
 				return err
 			}
-			rep := groupsReport{ResourceControl: a.ResourceControl, Groups: groupRows(a.Groups)}
-			if out.json {
-				return printJSON(cmd.OutOrStdout(), rep)
-			}
-			return printGroups(cmd.OutOrStdout(), &rep)
+			return out.print.Print(&groupsReport{ResourceControl: a.ResourceControl, Groups: groupRows(a.Groups)})
 		},
 	}
 	lf.add(cmd)
@@ -97,25 +92,25 @@ func groupRows(gs []resource.GroupStats) []groupRow {
 	return rows
 }
 
-// printGroups prints the groups as a table, after whether they schedule.
-func printGroups(w io.Writer, r *groupsReport) error {
+// WriteText prints the groups as a table, after whether they schedule.
+func (r *groupsReport) WriteText(w io.Writer) error {
+	t := cli.NewTable(w)
 	if r.ResourceControl {
-		fmt.Fprintln(w, "resource control: on (reads are scheduled by group)")
+		t.Println("resource control: on (reads are scheduled by group)")
 	} else {
-		fmt.Fprintln(w, "resource control: off (the groups are kept but do not schedule reads; open the store with kv.Options.ResourceControl)")
+		t.Println("resource control: off (the groups are kept but do not schedule reads; open the store with kv.Options.ResourceControl)")
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPRIORITY\tRU/S\tSHARE\tBURSTABLE\tRU LAST S\tRU TOTAL\tQUEUED\tRUNNING\tHELD\tTHROTTLED")
+	t.Println("NAME\tPRIORITY\tRU/S\tSHARE\tBURSTABLE\tRU LAST S\tRU TOTAL\tQUEUED\tRUNNING\tHELD\tTHROTTLED")
 	for _, g := range r.Groups {
 		share := "-"
 		if g.Share != nil {
 			share = percent(*g.Share)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n",
+		t.Printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n",
 			g.Name, g.Priority, ruLimit(g.RUPerSec), share, yesNo(g.Burstable),
 			ru(g.RULastSecond), ru(g.RU), g.Queued, g.Running, g.Held, shortDur(g.Throttled))
 	}
-	return tw.Flush()
+	return t.Flush()
 }
 
 // ruLimit renders a group's RU/s, 0 being unlimited.
@@ -180,12 +175,10 @@ unless --burstable, its limit; 0 = unlimited. --priority is its class
 			if err != nil {
 				return cli.Interrupted(ctx, c.explain(err))
 			}
-			if out.json {
-				return printJSON(cmd.OutOrStdout(), got)
+			if err := out.print.Print(groupSet(got)); err != nil {
+				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "group %s: %s RU/s, burstable %s, priority %s\n",
-				strconv.Quote(got.Name), ruLimit(got.RUPerSec), yesNo(got.Burstable), got.Priority)
-			warnIfUncontrolled(ctx, c, cmd.ErrOrStderr())
+			out.print.Note(func() string { return uncontrolledNote(ctx, c) })
 			return nil
 		},
 	}
@@ -196,13 +189,23 @@ unless --burstable, its limit; 0 = unlimited. --priority is its class
 	return cmd
 }
 
-// warnIfUncontrolled tells the operator who just configured a group that
-// it will not schedule anything yet. It is a courtesy: a failure to ask is
-// ignored.
-func warnIfUncontrolled(ctx context.Context, c *adminClient, errOut io.Writer) {
+// groupSet is groups set's result: the config in force.
+type groupSet resource.GroupConfig
+
+func (g groupSet) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "group %s: %s RU/s, burstable %s, priority %s\n",
+		strconv.Quote(g.Name), ruLimit(g.RUPerSec), yesNo(g.Burstable), g.Priority)
+	return err
+}
+
+// uncontrolledNote tells the operator who just configured a group that it
+// will not schedule anything yet ("" when it will). It is a courtesy: a
+// failure to ask is ignored.
+func uncontrolledNote(ctx context.Context, c *adminClient) string {
 	if a, err := c.Groups(ctx); err == nil && !a.ResourceControl {
-		fmt.Fprintln(errOut, "kvctl: note: resource control is off on this store; groups apply once it is opened with kv.Options.ResourceControl")
+		return "kvctl: note: resource control is off on this store; groups apply once it is opened with kv.Options.ResourceControl"
 	}
+	return ""
 }
 
 // newGroupsDeleteCmd builds "kvctl groups delete" (DELETE /groups/NAME).
@@ -219,15 +222,19 @@ deleted.`,
 			if args[0] == "" {
 				return errEmptyGroup
 			}
-			var got admin.Deleted
+			var got groupDeleted
 			if err := lf.call(cmd.Context(), "DELETE", "/groups/"+args[0], nil, &got); err != nil {
 				return err
 			}
-			if out.json {
-				return printJSON(cmd.OutOrStdout(), got)
-			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "deleted group %s\n", strconv.Quote(got.Deleted))
-			return err
+			return out.print.Print(got)
 		},
 	}
+}
+
+// groupDeleted is groups delete's result: the endpoint's answer.
+type groupDeleted admin.Deleted
+
+func (g groupDeleted) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "deleted group %s\n", strconv.Quote(g.Deleted))
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -134,5 +135,32 @@ func TestRun_UsageErrors(t *testing.T) {
 			assert.Contains(t, r.stderr, tc.want)
 			assert.True(t, strings.HasPrefix(r.stderr, "kvctl: "), r.stderr)
 		})
+	}
+}
+
+// --json is the Printer's choice for every command: each offline command
+// prints JSON alone — one document, or a JSON line per item for scan and
+// cop — and nothing on stderr, where its text would note something (delete
+// of a missing key) or sum up (cop).
+func TestRun_JSONFromEveryOfflineCommand(t *testing.T) {
+	dir := rowStore(t)
+	req := writeFile(t, "req.json", `{"ranges": [{"end": "k00100"}], "columns": ["amount"], "paging_size": 30, "limit": 40}`)
+	for _, tc := range []struct {
+		args []string
+		n    int // JSON values printed
+	}{
+		{[]string{"get", "k00001"}, 1},
+		{[]string{"set", "k00200", "v"}, 1},
+		{[]string{"delete", "nosuch"}, 1},
+		{[]string{"scan", "--limit", "3"}, 3},
+		{[]string{"scan", "--limit", "3", "--keys-only"}, 3},
+		{[]string{"stats"}, 1},
+		{[]string{"cop", "--request", req}, 40},
+		{[]string{"check"}, 1},
+		{[]string{"checkpoint", "--to", filepath.Join(t.TempDir(), "cp")}, 1},
+	} {
+		r := kvctl(t, append(tc.args, "--dir", dir, "--json")...)
+		assert.Len(t, decodeLines[any](t, r.ok(t)), tc.n, tc.args)
+		assert.Empty(t, r.stderr, tc.args)
 	}
 }

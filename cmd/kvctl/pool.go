@@ -1,14 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/readpool"
 )
@@ -91,10 +90,7 @@ there is no pool to show.`,
 			if st.Pool != nil && st.Pool.Queue.Kind != priorityQueue {
 				rep.LevelShares = levelShares(st.Pool.Queue.Levels)
 			}
-			if out.json {
-				return printJSON(cmd.OutOrStdout(), rep)
-			}
-			return printPool(cmd.OutOrStdout(), &rep)
+			return out.print.Print(&rep)
 		},
 	}
 	lf.add(cmd)
@@ -130,67 +126,67 @@ func className(i int) string {
 	return strconv.Itoa(i)
 }
 
-// printPool prints the pool's figures as a few small tables.
-func printPool(w io.Writer, r *poolReport) error {
+// WriteText prints the pool's figures as a few small tables.
+func (r *poolReport) WriteText(w io.Writer) error {
+	t := cli.NewTable(w)
 	switch {
 	case r.Failed != "":
-		fmt.Fprintf(w, "store FAILED, writes refused until it is reopened (reads go on): %s\n", r.Failed)
+		t.Printf("store FAILED, writes refused until it is reopened (reads go on): %s\n", r.Failed)
 	case r.DiskFull:
-		fmt.Fprintln(w, "disk FULL: writes refused until there is space (reads go on)")
+		t.Println("disk FULL: writes refused until there is space (reads go on)")
 	}
 	if r.Pool == nil {
-		_, err := fmt.Fprintf(w, "no read pool (scheduler %s)\n", r.Scheduler)
-		return err
+		t.Printf("no read pool (scheduler %s)\n", r.Scheduler)
+		return t.Flush()
 	}
 	p := r.Pool
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "scheduler\t%s (queue %s)%s\n", r.Scheduler, p.Queue.Kind, closedNote(r.Closed))
-	fmt.Fprintf(tw, "workers\t%d: busy %d, parked %d, extra %d, spare %d\n", p.Workers, p.Busy, p.Parked, p.Extra, p.Spares)
-	fmt.Fprintf(tw, "tasks now\tqueued %d, held %d, running %d, pending %d\n", p.Queued, p.Held, p.Running, p.Pending)
-	fmt.Fprintln(tw)
+	t.Printf("scheduler\t%s (queue %s)%s\n", r.Scheduler, p.Queue.Kind, closedNote(r.Closed))
+	t.Printf("workers\t%d: busy %d, parked %d, extra %d, spare %d\n", p.Workers, p.Busy, p.Parked, p.Extra, p.Spares)
+	t.Printf("tasks now\tqueued %d, held %d, running %d, pending %d\n", p.Queued, p.Held, p.Running, p.Pending)
+	t.Println()
 	if p.Queue.Kind == priorityQueue {
 		// Resource control queues by priority class, then by group: MLFQ
 		// levels and their shares mean nothing there.
-		fmt.Fprintln(tw, "class\tqueued")
+		t.Println("class\tqueued")
 		for i, l := range p.Queue.Levels {
-			fmt.Fprintf(tw, "%s\t%d\n", className(i), l.Queued)
+			t.Printf("%s\t%d\n", className(i), l.Queued)
 		}
 	} else {
-		fmt.Fprintln(tw, "level\tqueued\tshare of step time\tsteps")
+		t.Println("level\tqueued\tshare of step time\tsteps")
 		for i, l := range p.Queue.Levels {
 			share := "-"
 			if r.LevelShares != nil {
 				share = percent(r.LevelShares[i])
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%d\n", i, l.Queued, share, l.Steps)
+			t.Printf("%d\t%d\t%s\t%d\n", i, l.Queued, share, l.Steps)
 		}
 	}
 	if p.Queue.Kind == "mlfq" { // other queues have no level-0 target
-		fmt.Fprintf(tw, "level 0\tshare %s, chance (target) %s\n", percent(p.Queue.Level0Share), percent(p.Queue.Chance))
+		t.Printf("level 0\tshare %s, chance (target) %s\n", percent(p.Queue.Level0Share), percent(p.Queue.Chance))
 	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "tasks\tspawned\tcompleted\tcancelled\tdropped\tpanicked\trejected_busy\tinline\tbypassed")
-	fmt.Fprintf(tw, "\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Spawned, p.Completed, p.Cancelled, p.Dropped, p.Panicked, p.RejectedBusy, p.Inline, p.Bypassed)
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "\tp50\tp99\tmax\tcount")
+	t.Println()
+	t.Println("tasks\tspawned\tcompleted\tcancelled\tdropped\tpanicked\trejected_busy\tinline\tbypassed")
+	t.Printf("\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Spawned, p.Completed, p.Cancelled, p.Dropped, p.Panicked, p.RejectedBusy, p.Inline, p.Bypassed)
+	t.Println()
+	t.Println("\tp50\tp99\tmax\tcount")
 	for _, d := range []struct {
 		name string
 		s    readpool.DurationSummary
 	}{{"queue wait", p.QueueWait}, {"step time", p.StepTime}} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", d.name, shortDur(d.s.P50), shortDur(d.s.P99), shortDur(d.s.Max), d.s.Count)
+		t.Printf("%s\t%s\t%s\t%s\t%d\n", d.name, shortDur(d.s.P50), shortDur(d.s.P99), shortDur(d.s.Max), d.s.Count)
 	}
-	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "steps\t%d: long %d, preempted %d, yields %d, caller hand-offs %d, stepped by their consumer %d, by the spares %d\n", p.Steps, p.LongSteps, p.Preempted, p.Yields, p.CallerHandoffs, p.SteppedHere, p.SpareSteps)
-	fmt.Fprintf(tw, "local queues\t%d tasks taken in batches, %d stolen\n", p.Batched, p.Stolen)
-	fmt.Fprintln(tw)
+	t.Println()
+	t.Printf("steps\t%d: long %d, preempted %d, yields %d, caller hand-offs %d, stepped by their consumer %d, by the spares %d\n", p.Steps, p.LongSteps, p.Preempted, p.Yields, p.CallerHandoffs, p.SteppedHere, p.SpareSteps)
+	t.Printf("local queues\t%d tasks taken in batches, %d stolen\n", p.Batched, p.Stolen)
+	t.Println()
 	c := &r.Caches
-	fmt.Fprintf(tw, "block cache\t%s of %s (memtables of %s included), hit rate %s\n", size(c.BlockCacheBytes), size(c.BlockCacheCapacity), size(int64(c.MemTableSize)), percent(c.BlockCacheHitRate))
+	t.Printf("block cache\t%s of %s (memtables of %s included), hit rate %s\n", size(c.BlockCacheBytes), size(c.BlockCacheCapacity), size(int64(c.MemTableSize)), percent(c.BlockCacheHitRate))
 	if c.RowCache {
-		fmt.Fprintf(tw, "row cache\t%s, hit rate %s\n", size(c.RowCacheCapacity), percent(c.RowCacheHitRate))
+		t.Printf("row cache\t%s, hit rate %s\n", size(c.RowCacheCapacity), percent(c.RowCacheHitRate))
 	} else {
-		fmt.Fprintln(tw, "row cache\toff")
+		t.Println("row cache\toff")
 	}
-	return tw.Flush()
+	return t.Flush()
 }
 
 // closedNote marks figures of a closed store, which /stats still serves.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,11 +10,15 @@ import (
 	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
-// output holds the flags every command shares, bound per root command (no
+// output is what every command prints with, bound per root command (no
 // globals: a test builds as many roots as it likes).
 type output struct {
-	json bool // one JSON document, or JSON lines for scan, cop and top
-	hex  bool // keys and values print as hex; KEY and VALUE arguments are hex
+	hex bool // keys and values print as hex; KEY and VALUE arguments are hex
+	// print prints the command's results in the form --json chose (one
+	// JSON document, or JSON lines for scan, cop and top), so that no
+	// command asks the flag itself. The root sets it before any command
+	// runs.
+	print *cli.Printer
 }
 
 // Command groups, for the help's layout.
@@ -27,6 +30,7 @@ const (
 // newRootCmd builds kvctl's command tree writing to stdout and stderr.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	out := &output{}
+	var asJSON bool
 	root := &cobra.Command{
 		Use:   "kvctl",
 		Short: "Inspect and operate a coopkv store",
@@ -51,13 +55,16 @@ scripts. Failures go to stderr; the exit status is 1 for any failure, 130
 when Ctrl-C ends a command (the way to leave top).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			out.print = cli.NewPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON)
+		},
 	}
 	root.SetOut(stdout)
 	// Pebble logs from its own goroutines while a command prints: one lock
 	// keeps their lines whole.
 	root.SetErr(&cli.SyncWriter{W: stderr})
 	root.CompletionOptions.HiddenDefaultCmd = true
-	root.PersistentFlags().BoolVar(&out.json, "json", false, "print JSON (one document; JSON lines for scan, cop and top)")
+	root.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON (one document; JSON lines for scan, cop and top)")
 	root.PersistentFlags().BoolVar(&out.hex, "hex", false, "print keys and values as hex, and read KEY, VALUE, --start and --end as hex")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
@@ -94,24 +101,3 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 		return fmt.Errorf("%s wants %s, got %d argument(s) (see %s --help)", cmd.CommandPath(), want, len(args), cmd.CommandPath())
 	}
 }
-
-// printJSON writes v as one indented JSON document. HTML is not escaped:
-// keys such as "a<b" stay readable.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// jsonLines writes values one per line (JSON lines), for streams of rows.
-type jsonLines struct{ enc *json.Encoder }
-
-// newJSONLines writes JSON lines to w, HTML unescaped as printJSON.
-func newJSONLines(w io.Writer) jsonLines {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return jsonLines{enc}
-}
-
-func (j jsonLines) write(v any) error { return j.enc.Encode(v) }

@@ -1,15 +1,34 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 )
+
+// scannedPair is a pair of a scan: a line of the key and the value
+// separated by a tab for people (formatBytes never gives a tab).
+type scannedPair pair
+
+func (p scannedPair) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "%s\t%s\n", p.Key, p.Value)
+	return err
+}
+
+// scannedKey is a key of a scan with --keys-only.
+type scannedKey struct {
+	Key string `json:"key"`
+}
+
+func (k scannedKey) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintln(w, k.Key)
+	return err
+}
 
 // newScanCmd builds "kvctl scan" over the store's own forward and
 // reverse scans.
@@ -66,20 +85,12 @@ range.`,
 			ctx := cmd.Context()
 			it := db.Scan(ctx, lo, hi, &opts)
 			defer it.Close()
-			w := bufio.NewWriter(cmd.OutOrStdout())
-			lines := newJSONLines(w)
+			p := out.print
 			for k, v := range it.All() {
-				switch {
-				case out.json && opts.KeysOnly:
-					err = lines.write(struct {
-						Key string `json:"key"`
-					}{formatBytes(k, out.hex)})
-				case out.json:
-					err = lines.write(pair{Key: formatBytes(k, out.hex), Value: formatBytes(v, out.hex)})
-				case opts.KeysOnly:
-					_, err = fmt.Fprintln(w, formatBytes(k, out.hex))
-				default:
-					_, err = fmt.Fprintf(w, "%s\t%s\n", formatBytes(k, out.hex), formatBytes(v, out.hex))
+				if opts.KeysOnly {
+					err = p.Item(scannedKey{Key: formatBytes(k, out.hex)})
+				} else {
+					err = p.Item(scannedPair{Key: formatBytes(k, out.hex), Value: formatBytes(v, out.hex)})
 				}
 				if err != nil {
 					return err
@@ -87,10 +98,10 @@ range.`,
 			}
 			if err := it.Err(); err != nil {
 				// What was printed stands: it is the range up to the error.
-				_ = w.Flush()
+				_ = p.Flush()
 				return cli.Interrupted(ctx, err)
 			}
-			return w.Flush()
+			return p.Flush()
 		},
 	}
 	sf.add(cmd)

@@ -1,8 +1,16 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 )
+
+// setPair is set's result: the pair written for scripts, nothing for
+// people (no news is good news, as with cp).
+type setPair pair
+
+func (setPair) WriteText(io.Writer) error { return nil }
 
 // newSetCmd builds "kvctl set".
 func newSetCmd(out *output) *cobra.Command {
@@ -36,10 +44,7 @@ nothing, or with --json the pair written.`,
 			if err := db.Set(key, value); err != nil {
 				return err
 			}
-			if out.json {
-				return printJSON(cmd.OutOrStdout(), pair{Key: formatBytes(key, out.hex), Value: formatBytes(value, out.hex)})
-			}
-			return nil
+			return out.print.Print(setPair{Key: formatBytes(key, out.hex), Value: formatBytes(value, out.hex)})
 		},
 	}
 	sf.add(cmd)

@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 )
 
@@ -40,34 +40,30 @@ For the read pool and the resource groups of a running store, see
 				return err
 			}
 			defer closeStore(db, &err)
-			st := storeStats{Dir: sf.dir, Storage: db.Stats().Storage}
-			if out.json {
-				return printJSON(cmd.OutOrStdout(), st)
-			}
-			return printStoreStats(cmd.OutOrStdout(), &st)
+			return out.print.Print(&storeStats{Dir: sf.dir, Storage: db.Stats().Storage})
 		},
 	}
 	sf.add(cmd)
 	return cmd
 }
 
-// printStoreStats prints the storage figures, a row per LSM level.
-func printStoreStats(w io.Writer, st *storeStats) error {
+// WriteText prints the storage figures, a row per LSM level.
+func (st *storeStats) WriteText(w io.Writer) error {
 	s := &st.Storage
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "store\t%s\n", st.Dir)
-	fmt.Fprintf(tw, "on disk\t%s\n", size(int64(s.DiskBytes)))
-	fmt.Fprintf(tw, "memtable\t%s\n", size(int64(s.MemtableBytes)))
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "LEVEL\tTABLES\tSIZE")
+	t := cli.NewTable(w)
+	t.Printf("store\t%s\n", st.Dir)
+	t.Printf("on disk\t%s\n", size(int64(s.DiskBytes)))
+	t.Printf("memtable\t%s\n", size(int64(s.MemtableBytes)))
+	t.Println()
+	t.Println("LEVEL\tTABLES\tSIZE")
 	var tables, bytes int64
 	for _, l := range s.Levels {
-		fmt.Fprintf(tw, "L%d\t%d\t%s\n", l.Level, l.Tables, size(l.Bytes))
+		t.Printf("L%d\t%d\t%s\n", l.Level, l.Tables, size(l.Bytes))
 		tables += l.Tables
 		bytes += l.Bytes
 	}
-	fmt.Fprintf(tw, "total\t%d\t%s\n", tables, size(bytes))
-	return tw.Flush()
+	t.Printf("total\t%d\t%s\n", tables, size(bytes))
+	return t.Flush()
 }
 
 // size renders a byte count in binary units to three significant digits.

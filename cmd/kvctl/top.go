@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,10 +15,6 @@ import (
 	"github.com/coopkv/coopkv/kv/admin"
 	"github.com/coopkv/coopkv/readpool"
 )
-
-// clearScreen moves the cursor home and clears the terminal (ANSI), so
-// that each frame of top replaces the last.
-const clearScreen = "\x1b[H\x1b[2J"
 
 // topFrame is one refresh of top; with --json each is one JSON line.
 type topFrame struct {
@@ -36,6 +31,7 @@ type topFrame struct {
 	// Note says why a frame has no figures: the endpoint answered 503
 	// (kvbench between two stores), which top waits out.
 	Note string `json:"note,omitempty"`
+	url  string // the endpoint's, for the text's title
 }
 
 // topPool is the pool's part of a frame. The rates are null when the frame
@@ -116,8 +112,7 @@ waits. Ctrl-C ends it, with exit status 130.`,
 				return err
 			}
 			defer c.close()
-			w := cmd.OutOrStdout()
-			tp := &top{c: c, w: w, json: out.json, clear: !out.json && cli.IsTerminal(w), interval: interval}
+			tp := &top{c: c, p: out.print, interval: interval}
 			return tp.run(cmd.Context(), count)
 		},
 	}
@@ -133,9 +128,7 @@ waits. Ctrl-C ends it, with exit status 130.`,
 // top is one run of kvctl top.
 type top struct {
 	c        *adminClient
-	w        io.Writer
-	json     bool
-	clear    bool
+	p        *cli.Printer
 	interval time.Duration
 }
 
@@ -283,46 +276,44 @@ func windowQuantile(prev, cur readpool.DurationSummary, q float64) (d time.Durat
 	return lo, n, true // past the last bucket, or no buckets (lo is 0)
 }
 
-// print writes a frame: a JSON line, or a table (replacing the last one
-// on a terminal).
+// print prints a frame of the endpoint at url, as the printer's frames
+// are: a JSON line, or a table that replaces the last one on a terminal.
 func (tp *top) print(f *topFrame) error {
-	if tp.json {
-		return newJSONLines(tp.w).write(f)
-	}
-	if tp.clear {
-		if _, err := io.WriteString(tp.w, clearScreen); err != nil {
-			return err
-		}
-	}
-	tw := tabwriter.NewWriter(tp.w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "kvctl top — %s — %s\n", f.Time.Format(time.TimeOnly), tp.c.URL())
+	f.url = tp.c.URL()
+	return tp.p.Frame(f)
+}
+
+// WriteText writes the frame as tables.
+func (f *topFrame) WriteText(w io.Writer) error {
+	tw := cli.NewTable(w)
+	tw.Printf("kvctl top — %s — %s\n", f.Time.Format(time.TimeOnly), f.url)
 	if f.Note != "" {
-		fmt.Fprintf(tw, "the endpoint says: %s; waiting\n\n", f.Note)
+		tw.Printf("the endpoint says: %s; waiting\n\n", f.Note)
 		return tw.Flush()
 	}
-	fmt.Fprintf(tw, "scheduler %s%s\n\n", f.Scheduler, closedNote(f.Closed))
+	tw.Printf("scheduler %s%s\n\n", f.Scheduler, closedNote(f.Closed))
 	if p := f.Pool; p != nil {
-		fmt.Fprintf(tw, "workers %d (busy %d, extra %d)\tqueued %d\theld %d\trunning %d\n", p.Workers, p.Busy, p.Extra, p.Queued, p.Held, p.Running)
+		tw.Printf("workers %d (busy %d, extra %d)\tqueued %d\theld %d\trunning %d\n", p.Workers, p.Busy, p.Extra, p.Queued, p.Held, p.Running)
 		wait := "-"
 		if p.QueueWaitP99 != nil {
 			wait = fmt.Sprintf("%s (%d waits)", shortDur(*p.QueueWaitP99), *p.QueueWaits)
 		} else if p.QueueWaits != nil {
 			wait = "no waits"
 		}
-		fmt.Fprintf(tw, "steps/s %s\tcompleted/s %s\tqueue-wait p99 %s\n\n", rate(p.StepsPerSec), rate(p.CompletedPerSec), wait)
+		tw.Printf("steps/s %s\tcompleted/s %s\tqueue-wait p99 %s\n\n", rate(p.StepsPerSec), rate(p.CompletedPerSec), wait)
 	} else {
-		fmt.Fprintf(tw, "no read pool (scheduler %s)\n\n", f.Scheduler)
+		tw.Printf("no read pool (scheduler %s)\n\n", f.Scheduler)
 	}
 	if f.ResourceControl {
-		fmt.Fprintln(tw, "resource control on")
+		tw.Println("resource control on")
 	} else {
-		fmt.Fprintln(tw, "resource control off (groups do not schedule reads)")
+		tw.Println("resource control off (groups do not schedule reads)")
 	}
-	fmt.Fprintln(tw, "GROUP\tPRIORITY\tRU/S LIMIT\tRU/S NOW\tQUEUED\tRUNNING\tHELD")
+	tw.Println("GROUP\tPRIORITY\tRU/S LIMIT\tRU/S NOW\tQUEUED\tRUNNING\tHELD")
 	for _, g := range f.Groups {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", g.Name, g.Priority, ruLimit(g.RUPerSec), rate(g.RURate), g.Queued, g.Running, g.Held)
+		tw.Printf("%s\t%s\t%s\t%s\t%d\t%d\t%d\n", g.Name, g.Priority, ruLimit(g.RUPerSec), rate(g.RURate), g.Queued, g.Running, g.Held)
 	}
-	fmt.Fprintln(tw)
+	tw.Println()
 	return tw.Flush()
 }
 
