@@ -86,11 +86,17 @@ range.`,
 			it := db.Scan(ctx, lo, hi, &opts)
 			defer it.Close()
 			p := out.print
+			// One of each, reused: a pair boxed as a cli.Result each time
+			// would be an allocation a row.
+			var kp scannedPair
+			var ko scannedKey
 			for k, v := range it.All() {
 				if opts.KeysOnly {
-					err = p.Item(scannedKey{Key: formatBytes(k, out.hex)})
+					ko = scannedKey{Key: formatBytes(k, out.hex)}
+					err = p.Item(&ko)
 				} else {
-					err = p.Item(scannedPair{Key: formatBytes(k, out.hex), Value: formatBytes(v, out.hex)})
+					kp = scannedPair{Key: formatBytes(k, out.hex), Value: formatBytes(v, out.hex)}
+					err = p.Item(&kp)
 				}
 				if err != nil {
 					return err

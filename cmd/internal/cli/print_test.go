@@ -186,3 +186,25 @@ func TestJSONLine(t *testing.T) {
 	require.NoError(t, JSONLine(&b, map[string]any{"k": "a&b", "n": 1}))
 	assert.Equal(t, "{\"k\":\"a&b\",\"n\":1}\n", b.String())
 }
+
+// BenchmarkPrinter_Item is the printer's cost per item of a stream (a
+// scan's pairs), in each form.
+func BenchmarkPrinter_Item(b *testing.B) {
+	for _, asJSON := range []bool{false, true} {
+		name := "text"
+		if asJSON {
+			name = "json"
+		}
+		b.Run(name, func(b *testing.B) {
+			p := NewPrinter(io.Discard, io.Discard, asJSON)
+			l := line{Key: "user:0000042", Value: "a value of some thirty bytes.."}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Item(l); err != nil {
+					b.Fatal(err)
+				}
+			}
+			require.NoError(b, p.Flush())
+		})
+	}
+}
