@@ -180,8 +180,9 @@ type SpawnOptions struct {
 //
 // The pool's code is split by concern: spawning (spawn.go), a task's life
 // in and out of the queue and its completion (task.go, life.go), stepping
-// (step.go), workers, their slots and parking (worker.go), long steps
-// (monitor.go) and closing (close.go).
+// (step.go), workers, their slots and parking (worker.go), what a worker
+// does with its P between steps (handoff.go: a pure decision the worker
+// loop asks), long steps (monitor.go) and closing (close.go).
 type Pool struct {
 	mu sync.Mutex
 	// queued mirrors q.Len() for lock-free readers (the inline fast path,
@@ -216,7 +217,6 @@ type Pool struct {
 	pre   *Preemption // the queue's hint, read per unit of work
 	// goschedEvery is copied out of opts for the ShouldYield fast path.
 	goschedEvery time.Duration
-	handoffDelay time.Duration
 
 	closedFlag   atomic.Bool  // mirrors closed for lock-free fast paths
 	completedOff atomic.Int64 // tasks ended off the workers' step path
@@ -258,7 +258,6 @@ func New(opts Options) (*Pool, error) {
 		opts:         opts,
 		epoch:        time.Now(),
 		goschedEvery: opts.goschedEvery,
-		handoffDelay: opts.handoffDelay,
 		q:            opts.Queue,
 		pre:          opts.Queue.Preemption(),
 		quit:         make(chan struct{}),

@@ -149,20 +149,8 @@ func (p *Pool) work(w *worker) {
 	// the next one; stops the tasks to end off the lock.
 	filed := make([]filedStep, 0, localCap)
 	var stops []stopped
-	// owed: a step of ours readied a caller blocked on its task, since
-	// owedSince, and we have not given up the P yet (see handOff).
-	owed, owedSince := false, time.Duration(0)
-	// gosched gives the P back; whoever we readied runs in it too.
-	gosched := func() {
-		owed = false
-		runtime.Gosched()
-		s.lastGosched = p.now()
-		now = s.lastGosched
-	}
-	handOff := func() {
-		s.stats.handoffs.Add(1)
-		gosched()
-	}
+	// What to do with the P between steps (see handoff.go).
+	ho := handoff{delay: p.opts.handoffDelay, goschedEvery: p.goschedEvery}
 	for {
 		p.mu.Lock()
 		for i := range filed {
@@ -200,10 +188,8 @@ func (p *Pool) work(w *worker) {
 				}
 				return
 			default:
-				if owed {
-					// Parking gives the P to the callers we readied.
+				if ho.park() {
 					s.stats.handoffs.Add(1)
-					owed = false
 				}
 				p.park(w)
 				s.lastGosched = p.now()
@@ -232,10 +218,8 @@ func (p *Pool) work(w *worker) {
 					continue
 				}
 			}
-			if owed && (!h.short || h.stepped) {
-				// The next task is not a point read: its step may take a
-				// quarter slice. The callers we readied run first.
-				handOff()
+			if a := ho.before(h.short && !h.stepped); a != keepP {
+				now = p.giveP(s, a)
 			}
 			r := p.step(s, h, now, true)
 			readied := r.finished() && p.completeStep(s, h, &r)
@@ -244,32 +228,26 @@ func (p *Pool) work(w *worker) {
 			// The end of one step is the start of the next pop: one clock
 			// read per step, not two.
 			now = r.end
-			if readied && !owed {
-				owed, owedSince = true, now
-			}
-			if owed && (now-owedSince >= p.handoffDelay || p.longLive.Load() > 0) {
-				// The callers our steps readied wait on our P (see
-				// Awaited): let them run. At once while scans or
-				// coprocessor requests are live: their consumers, readied
-				// by their batches, wait in our P's run queue, and each
-				// caller readied after the first would push the one before
-				// behind them. With only point reads (SpawnOptions.Short)
-				// about, queued ones are stepped first for up to
-				// handoffDelay, so that under a closed loop of readers one
-				// hand-off serves several (a Gosched is a trip through the
-				// global run queue).
-				handOff()
-			} else if now-s.lastGosched >= p.goschedEvery {
-				// Hand the P back before the next task: the program's
-				// other goroutines would otherwise wait for Go's 10 ms
-				// preemption.
-				gosched()
+			live := ho.wantsLive(readied) && p.longLive.Load() > 0
+			if a := ho.after(now, s.lastGosched, readied, live); a != keepP {
+				now = p.giveP(s, a)
 			}
 			if !r.finished() {
 				break // back in the queue or waiting, now
 			}
 		}
 	}
+}
+
+// giveP gives slot s's P up as the hand-off decision a (not keepP) says,
+// and returns the pool time after it.
+func (p *Pool) giveP(s *slot, a pAction) time.Duration {
+	if a == handOffP {
+		s.stats.handoffs.Add(1)
+	}
+	runtime.Gosched()
+	s.lastGosched = p.now()
+	return s.lastGosched
 }
 
 // filedStep is a step whose filing (fileLocked) waits for the next lock.
