@@ -42,11 +42,8 @@ func (p *Pool) Close() error {
 	// Wake the parked workers so they exit; one whose slot is lent is woken
 	// by its borrower's giveBack, so the wait below also covers steps
 	// running inline.
-	for i := len(p.parked) - 1; i >= 0; i-- {
-		if w := p.parked[i]; w.lend.CompareAndSwap(lendFree, lendAwake) {
-			p.removeParkedLocked(w)
-			signal(w)
-		}
+	for w := p.slots.unparkOneLocked(); w != nil; w = p.slots.unparkOneLocked() {
+		signal(w)
 	}
 	spares := p.wakeSparesForCloseLocked()
 	p.mu.Unlock()

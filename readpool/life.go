@@ -21,7 +21,7 @@ func (p *Pool) pushLocked(h *Handle, now time.Duration, unpark bool) *worker {
 	if n := p.syncQueuedLocked(now); !unpark || n == 0 {
 		return nil // held back: the timer will wake a worker
 	}
-	if w := p.unparkOneLocked(); w != nil {
+	if w := p.slots.unparkOneLocked(); w != nil {
 		return w
 	}
 	// Every worker is busy or lent: urgent work goes to a spare.
@@ -86,7 +86,7 @@ func (p *Pool) heldReady() {
 	p.timerAt = 0
 	var w *worker
 	if !p.closed {
-		if w = p.unparkOneLocked(); w == nil {
+		if w = p.slots.unparkOneLocked(); w == nil {
 			now := p.now()
 			p.timerAt = now + p.opts.TimeSlice
 			p.timer.Reset(p.opts.TimeSlice)
@@ -104,7 +104,7 @@ func (p *Pool) Kick() {
 	p.mu.Lock()
 	var w *worker
 	if n, _ := p.q.Held(); n > 0 && !p.closed {
-		w = p.unparkOneLocked()
+		w = p.slots.unparkOneLocked()
 	}
 	p.mu.Unlock()
 	signal(w)

@@ -115,7 +115,7 @@ func (p *Pool) stealLocked(w *worker) bool {
 	}
 	var victim *worker
 	best := 0
-	for _, v := range p.workers {
+	for _, v := range p.slots.workers {
 		if v == w {
 			continue
 		}

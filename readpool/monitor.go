@@ -45,7 +45,7 @@ func (p *Pool) monitor() {
 }
 
 func (p *Pool) anyRunning() bool {
-	for _, w := range p.workers {
+	for _, w := range p.slots.workers {
 		if w.own.stepStart.Load() != 0 || w.lent.stepStart.Load() != 0 {
 			return true
 		}
@@ -59,13 +59,13 @@ func (p *Pool) anyRunning() bool {
 func (p *Pool) checkLongSteps() bool {
 	now := p.now()
 	running := false
-	for _, w := range p.workers {
+	for _, w := range p.slots.workers {
 		running = p.checkSlot(&w.own, now) || running
 		running = p.checkSlot(&w.lent, now) || running
 	}
 	if stuck := p.stuck.Load(); stuck > 0 {
 		p.mu.Lock()
-		for int64(p.extras) < min(stuck, int64(len(p.workers))) && !p.closed && p.q.Len() > 0 {
+		for int64(p.extras) < min(stuck, int64(len(p.slots.workers))) && !p.closed && p.q.Len() > 0 {
 			p.extras++
 			w := &worker{wake: make(chan struct{}, 1), extra: true}
 			if p.extraWorkers == nil {

@@ -180,9 +180,11 @@ type SpawnOptions struct {
 //
 // The pool's code is split by concern: spawning (spawn.go), a task's life
 // in and out of the queue and its completion (task.go, life.go), stepping
-// (step.go), workers, their slots and parking (worker.go), what a worker
-// does with its P between steps (handoff.go: a pure decision the worker
-// loop asks), long steps (monitor.go) and closing (close.go).
+// (step.go), the worker loop and parking (worker.go), the workers' slots
+// and their lending to callers that step inline (slots.go: the lend states
+// and every move between them), what a worker does with its P between
+// steps (handoff.go: a pure decision the worker loop asks), long steps
+// (monitor.go) and closing (close.go).
 type Pool struct {
 	mu sync.Mutex
 	// queued mirrors q.Len() for lock-free readers (the inline fast path,
@@ -193,8 +195,7 @@ type Pool struct {
 	// Under mu.
 	q        Queue
 	closed   bool
-	parked   []*worker // idle workers, LIFO (warm first); their slots may be lent
-	waiting  Handle    // sentinel of the list of WAITING tasks
+	waiting  Handle // sentinel of the list of WAITING tasks
 	waitingN int
 	running  int // tasks taken from the queue (or adopted after an inline step) whose step has not been filed
 	extras   int
@@ -233,9 +234,11 @@ type Pool struct {
 	// point reads (SpawnOptions.Short): scans, coprocessor requests.
 	longLive atomic.Int64
 
-	handles       sync.Pool // recycled handles of Go tasks (see Handle.gen)
-	entries       sync.Pool // Bypass's entries: the queue's and Accountant's calls take a pointer
-	workers       []*worker
+	handles sync.Pool // recycled handles of Go tasks (see Handle.gen)
+	entries sync.Pool // Bypass's entries: the queue's and Accountant's calls take a pointer
+	// slots are the workers, and which of them are parked (under mu) or
+	// lent (slots.go).
+	slots         slots
 	wg            sync.WaitGroup // workers, extra workers, monitor
 	ending        sync.WaitGroup // completions made off the workers (cancels, context ends)
 	quit          chan struct{}
@@ -274,12 +277,9 @@ func New(opts Options) (*Pool, error) {
 	p.handles.New = func() any { return newHandle(p) }
 	p.entries.New = func() any { return new(Entry) }
 	p.waiting.waitNext, p.waiting.waitPrev = &p.waiting, &p.waiting
-	p.workers = make([]*worker, opts.Workers)
-	for i := range p.workers {
-		p.workers[i] = &worker{wake: make(chan struct{}, 1)}
-	}
+	p.slots = newSlots(opts.Workers)
 	// Started once all exist: a worker that steals reads the list.
-	for _, w := range p.workers {
+	for _, w := range p.slots.workers {
 		p.wg.Add(1)
 		go p.work(w)
 	}

@@ -95,8 +95,8 @@ func summary(h *hist.Histogram) DurationSummary {
 // taken under load may be off by the tasks that moved while it was taken.
 func (p *Pool) Stats() Stats {
 	var agg workerStats
-	s := Stats{Workers: len(p.workers)}
-	for _, w := range p.workers {
+	s := Stats{Workers: len(p.slots.workers)}
+	for _, w := range p.slots.workers {
 		for _, sl := range []*slot{&w.own, &w.lent} {
 			agg.add(&sl.stats)
 			if sl.stepStart.Load() != 0 {
@@ -120,7 +120,7 @@ func (p *Pool) Stats() Stats {
 			s.Busy++
 		}
 	}
-	s.Parked = len(p.parked)
+	s.Parked = len(p.slots.parked)
 	s.Extra = p.extras
 	s.Queued = p.q.Len()
 	s.Pending = p.waitingN

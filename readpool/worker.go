@@ -1,7 +1,6 @@
 package readpool
 
 import (
-	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -24,24 +23,16 @@ type slot struct {
 	_           [64]byte // keep slots of different goroutines off one cache line
 }
 
-// Lend states of a worker's execution slot.
-const (
-	lendAwake uint32 = iota // the worker runs, or is about to
-	lendFree                // the worker is parked; a caller may borrow its slot
-	lendLent                // the worker is parked and a caller runs a step in its place
-)
-
 // worker is one pool goroutine. While it is parked its slot may be lent to
-// a caller that runs a first step inline (a CAS on lend, no lock), so there
-// are never more than Workers steps at once; the borrower then uses the
-// worker's second slot, lent, whose counters are the borrower's alone.
+// a caller that runs a step inline, in the worker's second slot, lent (see
+// slots.go for the lend states).
 type worker struct {
 	own    slot
 	lent   slot
 	lend   atomic.Uint32
 	wake   chan struct{} // capacity 1: whoever moves lend to lendAwake sends once
 	extra  bool
-	parked bool       // in Pool.parked; under Pool.mu
+	parked bool       // on a parked list (slots', or the spares'); under Pool.mu
 	local  localQueue // tasks taken in a batch, or stolen (see local.go)
 }
 
@@ -68,66 +59,6 @@ func (s *workerStats) add(o *workerStats) {
 	s.stolen.Add(o.stolen.Load())
 	s.wait.Merge(&o.wait)
 	s.step.Merge(&o.step)
-}
-
-// borrow lends the caller the slot of a parked worker, or returns nil.
-func (p *Pool) borrow() *worker {
-	n := len(p.workers)
-	start := int(rand.Uint32() % uint32(n)) // per-thread state: cheap, no lock
-	for i := range n {
-		w := p.workers[(start+i)%n]
-		if w.lend.Load() == lendFree && w.lend.CompareAndSwap(lendFree, lendLent) {
-			return w
-		}
-	}
-	return nil
-}
-
-// giveBack returns a borrowed slot. If work was queued meanwhile (a pusher
-// found the slot lent and woke nobody) or the pool is closing, the worker is
-// woken to take it. The store of lendFree before the load of queued here,
-// and the pusher's store to queued before its CAS of lend, make sure that
-// one of the two sees the other.
-func (p *Pool) giveBack(w *worker) {
-	w.lend.Store(lendFree)
-	if p.queued.Load() == 0 && !p.closedFlag.Load() {
-		return
-	}
-	p.mu.Lock()
-	if w.parked && w.lend.CompareAndSwap(lendFree, lendAwake) {
-		p.removeParkedLocked(w)
-		signal(w)
-	}
-	p.mu.Unlock()
-}
-
-// unparkOneLocked takes a parked worker whose slot is not lent off the
-// parked list, for the caller to signal after unlocking; nil if none.
-func (p *Pool) unparkOneLocked() *worker {
-	for i := len(p.parked) - 1; i >= 0; i-- {
-		if w := p.parked[i]; w.lend.CompareAndSwap(lendFree, lendAwake) {
-			p.removeParkedLocked(w)
-			return w
-		}
-	}
-	return nil
-}
-
-// signal sends w, taken off the parked list, its wake-up token.
-func signal(w *worker) {
-	if w != nil {
-		w.wake <- struct{}{}
-	}
-}
-
-func (p *Pool) removeParkedLocked(w *worker) {
-	for i, pw := range p.parked {
-		if pw == w {
-			p.parked = append(p.parked[:i], p.parked[i+1:]...)
-			break
-		}
-	}
-	w.parked = false
 }
 
 // spinBeforePark is how many times a worker with nothing to do yields its
@@ -281,17 +212,14 @@ func (p *Pool) endStopped(s *slot, h *Handle, stop error) {
 // little, and sleeps until a pusher, a borrower's giveBack, the held-task
 // timer or Close wakes it. It returns without the lock.
 func (p *Pool) park(w *worker) {
-	w.lend.Store(lendFree)
-	w.parked = true
-	p.parked = append(p.parked, w)
+	p.slots.parkLocked(w)
 	p.mu.Unlock()
 	for i := 0; i < spinBeforePark && p.queued.Load() == 0 && !p.closedFlag.Load(); i++ {
 		runtime.Gosched()
 	}
 	p.mu.Lock()
-	if w.parked && (p.q.Len() > 0 || p.closed) && w.lend.CompareAndSwap(lendFree, lendAwake) {
+	if (p.q.Len() > 0 || p.closed) && p.slots.wakeLocked(w) {
 		// Work arrived and nobody woke us for it: take the slot back.
-		p.removeParkedLocked(w)
 		p.mu.Unlock()
 		return
 	}
@@ -309,7 +237,7 @@ func (p *Pool) retireLocked(w *worker) {
 	delete(p.extraWorkers, w)
 	var wk *worker
 	if p.q.Len() > 0 {
-		wk = p.unparkOneLocked()
+		wk = p.slots.unparkOneLocked()
 	}
 	p.mu.Unlock()
 	signal(wk)
