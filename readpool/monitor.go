@@ -1,110 +1,196 @@
 package readpool
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // The monitor notices workers stuck in one step (a user callback, a huge
 // value) and lets temporary extra workers run the other ready tasks until
 // the step returns — as Go's runtime hands a P off from a thread blocked in
 // a system call. It sleeps while no step runs, so an idle pool burns no CPU.
+//
+// The protocol between a stepping goroutine and the monitor, per slot:
+// stepStart is the pool time the current step began, +1 (0 = idle), stored
+// by the stepping goroutine (stepStarted, stepEnded). longFor is the
+// stepStart of a step the monitor found stuck (0 = none): every successful
+// set of it is matched by one successful clear, stuck is raised before the
+// set and lowered after the clear, so stuck counts flagged steps and never
+// goes below 0. The monitor flags a step once (longSteps counts it), and
+// whoever clears the flag first — the step's end, or the monitor finding
+// it stale — lowers stuck, once.
+//
+// Extra workers are the pool's (Pool.startExtrasLocked, Pool.work); the
+// monitor decides how many there should be: one per stuck step while
+// tasks are ready, at most one per worker, and none once no step is stuck.
 
-func (p *Pool) pokeMonitor() {
-	if p.monitorParked.Load() && p.monitorParked.CompareAndSwap(true, false) {
+// monitor watches the workers' slots for steps longer than longStep. Its
+// checks take the time as an argument; its loop (run) reads the clock and
+// starts extras through its environment.
+type monitor struct {
+	longStep time.Duration
+	slots    []*slot // the workers' own and lent slots
+	env      monitorEnv
+
+	stuck     atomic.Int64 // flagged steps that have not ended
+	longSteps atomic.Int64 // steps ever flagged (Stats.LongSteps)
+	// parked is set while the loop sleeps for want of running steps; the
+	// first step to start wakes it (poke) through wake.
+	parked atomic.Bool
+	wake   chan struct{}
+	quit   <-chan struct{} // closed when the loop must end
+}
+
+// monitorEnv is what the monitor's loop runs on, called only from the loop:
+// the pool's clock, and what to do after a check that found stuck steps.
+type monitorEnv struct {
+	now     func() time.Duration
+	onStuck func()
+}
+
+// init readies m, in place (it sits in the Pool), to watch the slots of
+// workers until quit closes.
+func (m *monitor) init(longStep time.Duration, workers []*worker, quit <-chan struct{}, env monitorEnv) {
+	m.longStep, m.env, m.quit, m.wake = longStep, env, quit, make(chan struct{}, 1)
+	for _, w := range workers {
+		m.slots = append(m.slots, &w.own, &w.lent)
+	}
+}
+
+// stepStarted marks slot s as running a step from start, and wakes the
+// monitor if it sleeps. On every step: one store and one load.
+func (m *monitor) stepStarted(s *slot, start time.Duration) {
+	s.stepStart.Store(int64(start) + 1)
+	m.poke()
+}
+
+// stepEnded marks slot s idle and clears its step's flag, if the monitor
+// set one.
+func (m *monitor) stepEnded(s *slot) {
+	s.stepStart.Store(0)
+	if s.longFor.Swap(0) != 0 {
+		m.stuck.Add(-1)
+	}
+}
+
+// poke wakes the sleeping monitor; a no-op (one load) while it watches.
+func (m *monitor) poke() {
+	if m.parked.Load() && m.parked.CompareAndSwap(true, false) {
 		select {
-		case p.monitorWake <- struct{}{}:
+		case m.wake <- struct{}{}:
 		default:
 		}
 	}
 }
 
-func (p *Pool) monitor() {
-	defer p.wg.Done()
-	period := max(p.opts.LongStep/4, 100*time.Microsecond)
-	t := time.NewTimer(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.quit:
-			return
-		case <-t.C:
-		}
-		if !p.checkLongSteps() {
-			// Publish that we sleep, then look again: a step that started
-			// before the flag was set is seen now, one after it pokes us.
-			p.monitorParked.Store(true)
-			if !p.anyRunning() {
-				select {
-				case <-p.quit:
-					return
-				case <-p.monitorWake:
-				}
-			}
-			p.monitorParked.Store(false)
-		}
-		t.Reset(period)
+// check flags the steps that have run longer than longStep at now, clears
+// stale flags, and reports whether any step is running.
+func (m *monitor) check(now time.Duration) bool {
+	running := false
+	for _, s := range m.slots {
+		running = m.checkSlot(s, now) || running
 	}
+	return running
 }
 
-func (p *Pool) anyRunning() bool {
-	for _, w := range p.slots.workers {
-		if w.own.stepStart.Load() != 0 || w.lent.stepStart.Load() != 0 {
+// checkSlot flags s's step if it has run longer than longStep and clears a
+// stale flag; it reports whether a step is running there.
+func (m *monitor) checkSlot(s *slot, now time.Duration) bool {
+	start := s.stepStart.Load()
+	if v := s.longFor.Load(); v != 0 && v != start && s.longFor.CompareAndSwap(v, 0) {
+		m.stuck.Add(-1) // flagged a step that has since ended
+	}
+	if start == 0 {
+		return false
+	}
+	if now-time.Duration(start-1) < m.longStep || s.longFor.Load() == start {
+		return true
+	}
+	m.stuck.Add(1)
+	if !s.longFor.CompareAndSwap(0, start) {
+		m.stuck.Add(-1)
+		return true
+	}
+	if s.stepStart.Load() != start {
+		// It ended meanwhile; its goroutine may have missed the flag.
+		if s.longFor.CompareAndSwap(start, 0) {
+			m.stuck.Add(-1)
+		}
+		return true
+	}
+	m.longSteps.Add(1)
+	return true
+}
+
+// anyRunning reports whether a step runs in any watched slot.
+func (m *monitor) anyRunning() bool {
+	for _, s := range m.slots {
+		if s.stepStart.Load() != 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// checkLongSteps flags steps that have run longer than LongStep, clears
-// stale flags, and starts extra workers as needed. It reports whether any
-// step is running.
-func (p *Pool) checkLongSteps() bool {
-	now := p.now()
-	running := false
-	for _, w := range p.slots.workers {
-		running = p.checkSlot(&w.own, now) || running
-		running = p.checkSlot(&w.lent, now) || running
+// extrasToStart is how many extra workers to start beside the extras
+// already running, of a pool of workers workers, while ready tasks wait
+// (or not): one per stuck step, at most workers in all.
+func (m *monitor) extrasToStart(extras, workers int, ready bool) int {
+	if !ready {
+		return 0
 	}
-	if stuck := p.stuck.Load(); stuck > 0 {
-		p.mu.Lock()
-		for int64(p.extras) < min(stuck, int64(len(p.slots.workers))) && !p.closed && p.q.Len() > 0 {
-			p.extras++
-			w := &worker{wake: make(chan struct{}, 1), extra: true}
-			if p.extraWorkers == nil {
-				p.extraWorkers = map[*worker]struct{}{}
-			}
-			p.extraWorkers[w] = struct{}{}
-			p.wg.Add(1)
-			go p.work(w)
-		}
-		p.mu.Unlock()
-	}
-	return running
+	return max(0, int(min(m.stuck.Load(), int64(workers)))-extras)
 }
 
-// checkSlot flags s's step if it has run longer than LongStep and clears a
-// stale flag; it reports whether a step is running there.
-func (p *Pool) checkSlot(s *slot, now time.Duration) bool {
-	start := s.stepStart.Load()
-	if v := s.longFor.Load(); v != 0 && v != start && s.longFor.CompareAndSwap(v, 0) {
-		p.stuck.Add(-1) // flagged a step that has since ended
-	}
-	if start == 0 {
-		return false
-	}
-	if now-time.Duration(start-1) < p.opts.LongStep || s.longFor.Load() == start {
-		return true
-	}
-	p.stuck.Add(1)
-	if !s.longFor.CompareAndSwap(0, start) {
-		p.stuck.Add(-1)
-		return true
-	}
-	if s.stepStart.Load() != start {
-		// It ended meanwhile; its goroutine may have missed the flag.
-		if s.longFor.CompareAndSwap(start, 0) {
-			p.stuck.Add(-1)
+// tooManyExtras reports whether, with extras running, one should retire:
+// there are more of them than stuck steps.
+func (m *monitor) tooManyExtras(extras int) bool { return int64(extras) > m.stuck.Load() }
+
+// run is the monitor's loop, until quit closes: a check every quarter of
+// longStep (at least 100 µs), and a sleep while no step runs.
+func (m *monitor) run() {
+	period := max(m.longStep/4, 100*time.Microsecond)
+	t := time.NewTimer(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.quit:
+			return
+		case <-t.C:
 		}
-		return true
+		running := m.check(m.env.now())
+		if m.stuck.Load() > 0 {
+			m.env.onStuck()
+		}
+		if !running {
+			// Publish that we sleep, then look again: a step that started
+			// before the flag was set is seen now, one after it pokes us.
+			m.parked.Store(true)
+			if !m.anyRunning() {
+				select {
+				case <-m.quit:
+					return
+				case <-m.wake:
+				}
+			}
+			m.parked.Store(false)
+		}
+		t.Reset(period)
 	}
-	p.longSteps.Add(1)
-	return true
+}
+
+// startExtrasLocked starts the extra workers the monitor asks for, under
+// p.mu.
+func (p *Pool) startExtrasLocked() {
+	ready := !p.closed && p.q.Len() > 0
+	for range p.mon.extrasToStart(p.extras, len(p.slots.workers), ready) {
+		p.extras++
+		w := &worker{wake: make(chan struct{}, 1), extra: true}
+		if p.extraWorkers == nil {
+			p.extraWorkers = map[*worker]struct{}{}
+		}
+		p.extraWorkers[w] = struct{}{}
+		p.wg.Add(1)
+		go p.work(w)
+	}
 }

@@ -183,8 +183,9 @@ type SpawnOptions struct {
 // (step.go), the worker loop and parking (worker.go), the workers' slots
 // and their lending to callers that step inline (slots.go: the lend states
 // and every move between them), what a worker does with its P between
-// steps (handoff.go: a pure decision the worker loop asks), long steps
-// (monitor.go) and closing (close.go).
+// steps (handoff.go: a pure decision the worker loop asks), the long-step
+// monitor and how many extra workers it wants (monitor.go: checks with the
+// time passed in, a loop with its clock injected) and closing (close.go).
 type Pool struct {
 	mu sync.Mutex
 	// queued mirrors q.Len() for lock-free readers (the inline fast path,
@@ -226,10 +227,8 @@ type Pool struct {
 	dropped      atomic.Int64
 	panicked     atomic.Int64
 	wakes        atomic.Int64
-	longSteps    atomic.Int64
 	preempted    atomic.Int64 // steps cut short for more urgent work
 	bypassed     atomic.Int64 // reads served by Bypass, without a task
-	stuck        atomic.Int64 // steps running longer than LongStep
 	// longLive counts the accepted, not yet completed tasks that are not
 	// point reads (SpawnOptions.Short): scans, coprocessor requests.
 	longLive atomic.Int64
@@ -238,14 +237,14 @@ type Pool struct {
 	entries sync.Pool // Bypass's entries: the queue's and Accountant's calls take a pointer
 	// slots are the workers, and which of them are parked (under mu) or
 	// lent (slots.go).
-	slots         slots
-	wg            sync.WaitGroup // workers, extra workers, monitor
-	ending        sync.WaitGroup // completions made off the workers (cancels, context ends)
-	quit          chan struct{}
-	monitorParked atomic.Bool
-	monitorWake   chan struct{}
-	closeDone     chan struct{}
-	inv           poolInvariants
+	slots  slots
+	wg     sync.WaitGroup // workers, extra workers, monitor
+	ending sync.WaitGroup // completions made off the workers (cancels, context ends)
+	quit   chan struct{}
+	// mon watches for long steps and asks for extra workers (monitor.go).
+	mon       monitor
+	closeDone chan struct{}
+	inv       poolInvariants
 }
 
 // New starts a pool.
@@ -264,7 +263,6 @@ func New(opts Options) (*Pool, error) {
 		q:            opts.Queue,
 		pre:          opts.Queue.Preemption(),
 		quit:         make(chan struct{}),
-		monitorWake:  make(chan struct{}, 1),
 		closeDone:    make(chan struct{}),
 	}
 	if p.pre == nil {
@@ -284,8 +282,16 @@ func New(opts Options) (*Pool, error) {
 		go p.work(w)
 	}
 	p.startSpares()
+	p.mon.init(opts.LongStep, p.slots.workers, p.quit, monitorEnv{now: p.now, onStuck: func() {
+		p.mu.Lock()
+		p.startExtrasLocked()
+		p.mu.Unlock()
+	}})
 	p.wg.Add(1)
-	go p.monitor()
+	go func() {
+		defer p.wg.Done()
+		p.mon.run()
+	}()
 	return p, nil
 }
 

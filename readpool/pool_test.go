@@ -427,6 +427,46 @@ func TestPool_LongStepHandoff(t *testing.T) {
 	})
 }
 
+// TestMonitor_RunSleepsWhileIdleAndAsksForExtras runs the loop on
+// synctest's clock: it calls onStuck once a step has run for longStep,
+// and with no step running it sleeps (no check, no timer) until one starts.
+func TestMonitor_RunSleepsWhileIdleAndAsksForExtras(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		epoch := time.Now()
+		var stuckCalls atomic.Int64
+		m := &monitor{}
+		quit := make(chan struct{})
+		m.init(testLongStep, newSlots(1).workers, quit, monitorEnv{
+			now:     func() time.Duration { return time.Since(epoch) },
+			onStuck: func() { stuckCalls.Add(1) },
+		})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			m.run()
+		}()
+		time.Sleep(testLongStep) // past the first check
+		synctest.Wait()
+		assert.True(t, m.parked.Load(), "no step ran: asleep")
+
+		s := m.slots[0]
+		m.stepStarted(s, time.Since(epoch))
+		time.Sleep(2 * testLongStep)
+		synctest.Wait()
+		assert.EqualValues(t, 1, m.longSteps.Load())
+		assert.Positive(t, stuckCalls.Load(), "asked for extras while stuck")
+
+		m.stepEnded(s)
+		calls := stuckCalls.Load()
+		time.Sleep(testLongStep)
+		synctest.Wait()
+		assert.Equal(t, calls, stuckCalls.Load(), "not once the step ended")
+		assert.True(t, m.parked.Load(), "asleep again")
+		close(quit)
+		<-done
+	})
+}
+
 func TestPool_MLFQShareOnWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPool(t, Options{Workers: 1})

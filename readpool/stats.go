@@ -143,7 +143,7 @@ func (p *Pool) Stats() Stats {
 	s.Yields = agg.yields.Load()
 	s.Pendings = agg.pendings.Load()
 	s.Wakes = p.wakes.Load()
-	s.LongSteps = p.longSteps.Load()
+	s.LongSteps = p.mon.longSteps.Load()
 	s.Preempted = p.preempted.Load()
 	s.CallerHandoffs = agg.handoffs.Load()
 	s.Batched = agg.batched.Load()

@@ -108,16 +108,12 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool) stepR
 	wait := start - e.enqueued
 	sc := &w.sc
 	*sc = StepContext{h: h, p: p, w: w, deadline: start + p.opts.TimeSlice, budget: p.opts.Budget, gosched: gosched, class: e.Class}
-	w.stepStart.Store(int64(start) + 1)
-	p.pokeMonitor()
+	p.mon.stepStarted(w, start)
 
 	status, perr := callStep(h.t, sc)
 
 	end := p.now()
-	w.stepStart.Store(0)
-	if w.longFor.Swap(0) != 0 {
-		p.stuck.Add(-1)
-	}
+	p.mon.stepEnded(w)
 	elapsed := end - start
 	first := !h.stepped
 	h.stepped = true

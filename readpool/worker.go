@@ -9,11 +9,8 @@ import (
 )
 
 // slot is where a step runs: the StepContext, Gosched clock and counters of
-// whoever holds it. stepStart is the pool time the current step began, +1
-// (0 = idle), read by the monitor. longFor is the stepStart of a step the
-// monitor found stuck (0 = none): every successful set of it is matched by
-// one successful clear, Pool.stuck is raised before the set and lowered
-// after the clear, so stuck counts flagged steps and never goes below 0.
+// whoever holds it. stepStart and longFor are the protocol between the
+// step's goroutine and the long-step monitor (see monitor.go).
 type slot struct {
 	sc          StepContext
 	lastGosched time.Duration
@@ -96,7 +93,7 @@ func (p *Pool) work(w *worker) {
 		}
 		var h *Handle
 		if w.local.len() == 0 {
-			if len(stops) == 0 && w.extra && (p.closed || int64(p.extras) > p.stuck.Load()) {
+			if len(stops) == 0 && w.extra && (p.closed || p.mon.tooManyExtras(p.extras)) {
 				p.retireLocked(w)
 				return
 			}
