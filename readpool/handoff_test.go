@@ -33,7 +33,10 @@ func TestCallerHandoff_OnlyWhenTheCompletionReadiedACaller(t *testing.T) {
 		{"step panicked", true, true, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPool(t, Options{Workers: 1})
+			// No gosched period: a gosched pays the debt uncounted (see
+			// TestHandoff_After), and under -race on a loaded machine the
+			// step alone could outlast a 100 µs period.
+			p := newPool(t, Options{Workers: 1, goschedEvery: time.Hour})
 			done := make(chan error, 1)
 			task := &awaitedTask{waiting: tc.waiting}
 			task.step = func(*StepContext) Status {
@@ -109,9 +112,11 @@ func TestCallerHandoff_DeferredOverPointReadsOnly(t *testing.T) {
 		{"a scan is live", true, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// An hour of delay and of LongStep: the window never closes on
-			// its own, and no extra or spare worker takes the queued reads.
-			p := newPool(t, Options{Workers: 1, LongStep: time.Hour, handoffDelay: time.Hour, Spares: -1})
+			// An hour of delay, of gosched period and of LongStep: the
+			// window never closes on its own, no gosched pays the debt
+			// uncounted, and no extra or spare worker takes the queued
+			// reads.
+			p := newPool(t, Options{Workers: 1, LongStep: time.Hour, handoffDelay: time.Hour, goschedEvery: time.Hour, Spares: -1})
 			if tc.scanLive {
 				scan, _ := doneTask(func(*StepContext) Status { return Pending })
 				_, err := p.Spawn(context.Background(), scan, SpawnOptions{})
