@@ -35,10 +35,7 @@ func (p *Pool) Close() error {
 		ended = append(ended, h)
 		h = next
 	}
-	if p.timer != nil {
-		p.timer.Stop()
-		p.timerAt = 0
-	}
+	p.held.stop()
 	// Wake the parked workers so they exit; one whose slot is lent is woken
 	// by its borrower's giveBack, so the wait below also covers steps
 	// running inline.

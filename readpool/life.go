@@ -59,39 +59,29 @@ func (p *Pool) takeLocked(e *Entry, now time.Duration) (*Handle, error) {
 }
 
 // syncQueuedLocked mirrors the queue's length for lock-free readers, arms
-// the timer for the queue's held tasks, and returns the length.
+// the timer for the queue's held tasks (heldtimer.go), and returns the
+// length.
 func (p *Pool) syncQueuedLocked(now time.Duration) int64 {
 	n := int64(p.q.Len())
 	if p.queued.Load() != n {
 		p.queued.Store(n)
 	}
-	if n, until := p.q.Held(); n > 0 && (p.timerAt == 0 || until < p.timerAt) && !p.closed {
-		p.timerAt = max(until, now+1)
-		d := p.timerAt - now
-		if p.timer == nil {
-			p.timer = time.AfterFunc(d, p.heldReady)
-		} else {
-			p.timer.Reset(d)
-		}
+	if n, until := p.q.Held(); n > 0 {
+		p.held.arm(now, until)
 	}
 	return n
 }
 
 // heldReady runs when the first held task's time has come: a parked worker
-// is woken to pop it (Pop releases held tasks whose time has come). When
-// every worker is busy, or lent to an inline step, one of them pops it after
-// its step; the timer looks again a slice later in case none does.
+// is woken to pop it (Pop releases held tasks whose time has come). See
+// heldtimer.go for when the timer looks again.
 func (p *Pool) heldReady() {
 	p.mu.Lock()
-	p.timerAt = 0
 	var w *worker
 	if !p.closed {
-		if w = p.slots.unparkOneLocked(); w == nil {
-			now := p.now()
-			p.timerAt = now + p.opts.TimeSlice
-			p.timer.Reset(p.opts.TimeSlice)
-		}
+		w = p.slots.unparkOneLocked()
 	}
+	p.held.fired(p.now(), w != nil)
 	p.mu.Unlock()
 	signal(w)
 }

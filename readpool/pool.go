@@ -185,7 +185,9 @@ type SpawnOptions struct {
 // and every move between them), what a worker does with its P between
 // steps (handoff.go: a pure decision the worker loop asks), the long-step
 // monitor and how many extra workers it wants (monitor.go: checks with the
-// time passed in, a loop with its clock injected) and closing (close.go).
+// time passed in, a loop with its clock injected), the timer that wakes a
+// worker for the queue's held tasks (heldtimer.go: its arm, fire and stop
+// rules, the timer injected) and closing (close.go).
 type Pool struct {
 	mu sync.Mutex
 	// queued mirrors q.Len() for lock-free readers (the inline fast path,
@@ -209,9 +211,8 @@ type Pool struct {
 	// extraWorkers are the live extra workers, whose figures Stats adds
 	// to the workers' until they retire into retired.
 	extraWorkers map[*worker]struct{}
-	spawned      int64 // accepted tasks, but for those run inline (counted per slot)
-	timer        *time.Timer
-	timerAt      time.Duration // when the timer fires for held tasks; 0 = not armed
+	spawned      int64     // accepted tasks, but for those run inline (counted per slot)
+	held         heldTimer // wakes a worker when a held task's time comes (heldtimer.go)
 	retired      workerStats
 
 	opts  Options
@@ -268,6 +269,7 @@ func New(opts Options) (*Pool, error) {
 	if p.pre == nil {
 		return nil, errors.New("readpool: the queue returned a nil Preemption")
 	}
+	p.held = heldTimer{retry: opts.TimeSlice, env: goTimer(p.heldReady)}
 	p.batcher, _ = opts.Queue.(Batcher)
 	if k, ok := opts.Queue.(Kickable); ok {
 		k.SetKick(p.Kick)
