@@ -14,6 +14,11 @@
 // takes no room under MaxTasks). [EntryList] and [EntryHeap] are exported so
 // that a queue can be written outside this package.
 //
+// The pool's own protocols take the same shape inside: slot lending, the
+// caller hand-off, the long-step monitor and the held-task timer are each a
+// type of their own, with the time passed in, that the pool composes (the
+// comment on [Pool] says which file holds which).
+//
 // It knows nothing of Pebble or of the store above it; kv, scan and coproc
 // express their reads as Tasks.
 //

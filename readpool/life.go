@@ -181,6 +181,9 @@ func callDone(t Task, err error, panicked *atomic.Int64) {
 }
 
 // The waiting list: tasks that returned Pending, so Close can end them.
+// Unlike slot lending or the monitor it needs no type of its own: it has
+// no clock and no decision, and its one rule (under Pool.mu a WAITING task
+// is in it) is the task state word's, stated in task.go.
 
 func (p *Pool) addWaitingLocked(h *Handle) {
 	h.waitPrev = p.waiting.waitPrev

@@ -178,16 +178,27 @@ type SpawnOptions struct {
 
 // Pool is a bounded pool of workers that step tasks chosen by its Queue.
 //
-// The pool's code is split by concern: spawning (spawn.go), a task's life
-// in and out of the queue and its completion (task.go, life.go), stepping
-// (step.go), the worker loop and parking (worker.go), the workers' slots
-// and their lending to callers that step inline (slots.go: the lend states
-// and every move between them), what a worker does with its P between
-// steps (handoff.go: a pure decision the worker loop asks), the long-step
-// monitor and how many extra workers it wants (monitor.go: checks with the
-// time passed in, a loop with its clock injected), the timer that wakes a
-// worker for the queue's held tasks (heldtimer.go: its arm, fire and stop
-// rules, the timer injected) and closing (close.go).
+// Pool composes one type per concurrent protocol, each in its own file
+// with its rules in one place and, where it has a clock or a decision, the
+// time or its environment passed in, so that it is tested without
+// goroutines:
+//
+//   - the task state word (task.go): every transition of a task;
+//   - slots (slots.go): the workers' execution slots, which workers are
+//     parked, and the lending of their slots to callers that step inline —
+//     the lend states and every move between them;
+//   - handoff (handoff.go): what a worker does with its P between steps, a
+//     decision its loop asks;
+//   - monitor (monitor.go): steps longer than LongStep, and how many extra
+//     workers stand in for them;
+//   - heldTimer (heldtimer.go): the timer that wakes a worker when a task
+//     the queue holds back is due.
+//
+// The pool holds the lock they share (mu) and the rest: spawning
+// (spawn.go, bypass.go), a task's life in and out of the queue and the
+// waiting list, and its completion (life.go), stepping (step.go, here.go),
+// the worker loop and parking (worker.go), spare workers (spare.go), local
+// queues (local.go), closing (close.go) and figures (stats.go).
 type Pool struct {
 	mu sync.Mutex
 	// queued mirrors q.Len() for lock-free readers (the inline fast path,
