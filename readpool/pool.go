@@ -289,17 +289,18 @@ func New(opts Options) (*Pool, error) {
 	p.entries.New = func() any { return new(Entry) }
 	p.waiting.waitNext, p.waiting.waitPrev = &p.waiting, &p.waiting
 	p.slots = newSlots(opts.Workers)
+	// Ready before any step: every step tells it when it starts and ends.
+	p.mon.init(opts.LongStep, p.slots.workers, p.quit, monitorEnv{now: p.now, onStuck: func() {
+		p.mu.Lock()
+		p.startExtrasLocked()
+		p.mu.Unlock()
+	}})
 	// Started once all exist: a worker that steals reads the list.
 	for _, w := range p.slots.workers {
 		p.wg.Add(1)
 		go p.work(w)
 	}
 	p.startSpares()
-	p.mon.init(opts.LongStep, p.slots.workers, p.quit, monitorEnv{now: p.now, onStuck: func() {
-		p.mu.Lock()
-		p.startExtrasLocked()
-		p.mu.Unlock()
-	}})
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
