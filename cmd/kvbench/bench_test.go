@@ -95,7 +95,7 @@ func TestRun_JSONAndPlot(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, plotPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "latency.png")
 	out, errOut, err := execute(t, append(slices.Clone(tinyArgs),
-		"--workload", "noisy,ycsb-a", "--schedulers", "mlfq,direct", "--json", jsonPath, "--plot", plotPath)...)
+		"--workload", "noisy,get", "--schedulers", "mlfq,direct", "--json", jsonPath, "--plot", plotPath)...)
 	require.NoError(t, err, errOut)
 
 	b, err := os.ReadFile(jsonPath)
@@ -105,7 +105,7 @@ func TestRun_JSONAndPlot(t *testing.T) {
 	results, ok := doc["results"].([]any)
 	require.True(t, ok, "results is a list")
 	assert.Equal(t, map[string]any{
-		"workload":   "noisy,ycsb-a",
+		"workload":   "noisy,get",
 		"keys":       2000.0,
 		"value_size": 100.0,
 		"workers":    float64(runtime.GOMAXPROCS(0)),
@@ -116,8 +116,7 @@ func TestRun_JSONAndPlot(t *testing.T) {
 	want := [][3]string{
 		{"noisy-quiet", "mlfq", "get"}, {"noisy", "mlfq", "get"}, {"noisy", "mlfq", "scan"},
 		{"noisy-quiet", "direct", "get"}, {"noisy", "direct", "get"}, {"noisy", "direct", "scan"},
-		{"ycsb-a", "mlfq", "get"}, {"ycsb-a", "mlfq", "update"},
-		{"ycsb-a", "direct", "get"}, {"ycsb-a", "direct", "update"},
+		{"get", "mlfq", "get"}, {"get", "direct", "get"},
 	}
 	require.Len(t, results, len(want))
 	fields := []string{"workload", "scheduler", "class", "group", "ops", "ops_per_sec",

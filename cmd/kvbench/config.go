@@ -186,6 +186,10 @@ func (c *config) validate() error {
 	}
 	for _, w := range c.workloads {
 		if _, ok := lookupWorkload(w); !ok {
+			if strings.HasPrefix(w, "ycsb") {
+				errs = append(errs, ycsbMoved(w))
+				continue
+			}
 			bad("unknown workload %q (known: %s)", w, strings.Join(workloadNames(), ", "))
 		}
 	}
@@ -292,4 +296,12 @@ func trimAll(names []string) []string {
 		}
 	}
 	return out
+}
+
+// ycsbMoved is the error for a YCSB workload asked of kvbench: YCSB A–F
+// run in go-ycsb's runner, the nested module cmd/kvbench/ycsb, which
+// peers' figures come from too.
+func ycsbMoved(name string) error {
+	return fmt.Errorf("%q: kvbench runs no YCSB workload; YCSB A–F run in the go-ycsb runner: "+
+		"cd cmd/kvbench/ycsb && go run . --workloads a,b,c,d,e,f (see its README.md)", name)
 }

@@ -63,7 +63,7 @@ func TestConfig_Flags(t *testing.T) {
 		"--duration", "200ms", "--warmup", "0s", "--workers", "3",
 		"--clients", "2", "--scanners", "5", "--scan-len", "10", "--long-scan-len", "300", "--multiget-keys", "7",
 		"--think", "1ms", "--arrival", "think", "--oltp-rate", "500", "--group-scanners", "3",
-		"--workload", "get, scan,ycsb-e,groups", "--schedulers", "fifo,mlfq,priority",
+		"--workload", "get, scan,multiget,groups", "--schedulers", "fifo,mlfq,priority",
 		"--seed", "42", "--json", "out.json", "--plot", "out.SVG", "-q",
 		"--max-tasks", "64", "--time-slice", "250us", "--row-cache", "0", "--sync", "--admin", ":7070", "--no-quiet")
 	require.NoError(t, err)
@@ -88,7 +88,7 @@ func TestConfig_Flags(t *testing.T) {
 		noQuiet:       true,
 		oltpRate:      500,
 		groupScanners: 3,
-		workloads:     []string{"get", "scan", "ycsb-e", "groups"},
+		workloads:     []string{"get", "scan", "multiget", "groups"},
 		schedulers:    []string{"fifo", "mlfq", "priority"},
 		seed:          42,
 		jsonPath:      "out.json",
@@ -100,9 +100,9 @@ func TestConfig_Flags(t *testing.T) {
 }
 
 func TestConfig_WorkloadFlagRepeated(t *testing.T) {
-	cfg, err := parse(t, "--workload", "get", "--workload", "ycsb-a,ycsb-b")
+	cfg, err := parse(t, "--workload", "get", "--workload", "scan,multiget")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"get", "ycsb-a", "ycsb-b"}, cfg.workloads)
+	assert.Equal(t, []string{"get", "scan", "multiget"}, cfg.workloads)
 }
 
 func TestConfig_UsageErrors(t *testing.T) {
@@ -116,7 +116,9 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"bad duration", []string{"--duration", "5"}, []string{"--duration"}},
 		{"argument", []string{"noisy"}, []string{`unexpected argument "noisy"`}},
 		{"unknown workload", []string{"--workload", "get,group"},
-			[]string{`unknown workload "group"`, "known: get, scan, multiget, noisy, cop-scan, cop, ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f, groups, groups-steps"}},
+			[]string{`unknown workload "group"`, "known: get, scan, multiget, noisy, cop-scan, cop, groups, groups-steps, soak"}},
+		{"ycsb", []string{"--workload", "get,ycsb-a"},
+			[]string{`"ycsb-a": kvbench runs no YCSB workload; YCSB A–F run in the go-ycsb runner: cd cmd/kvbench/ycsb && go run . --workloads a,b,c,d,e,f`}},
 		{"no workload", []string{"--workload", ""}, []string{"names no workload"}},
 		{"multiget alone", []string{"--workload", "multiget", "--clients", "1"},
 			[]string{"--clients must be at least 2, not 1"}},

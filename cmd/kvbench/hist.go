@@ -13,15 +13,13 @@ const (
 	classGet class = iota
 	classScan
 	classUpdate
-	classInsert
-	classRMW
 	classCop
 	classMultiGet // one MultiGet of --multiget-keys keys
 	classGets     // as many Gets of the same keys, one after another
 	numClasses
 )
 
-var classNames = [numClasses]string{"get", "scan", "update", "insert", "rmw", "cop", "multiget", "gets"}
+var classNames = [numClasses]string{"get", "scan", "update", "cop", "multiget", "gets"}
 
 func (c class) String() string { return classNames[c] }
 

@@ -2,8 +2,6 @@ package main
 
 import (
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 )
 
 // keyPrefix and keyDigits make every key the same width, so the store's
@@ -59,46 +57,11 @@ func fillValue(r *rand.Rand, v []byte) {
 	}
 }
 
-// keySpace counts the store's keys: the loaded ones, 0 … keys-1, and the
-// ones inserted after them. Inserts take numbers from next, in any order;
-// acked rises over every number below which all inserts have completed,
-// so a reader that picks below acked never asks for a key not yet written
-// (YCSB's acknowledged counter). It outlives a store reopen: the
-// schedulers of one run see one growing key space.
-type keySpace struct {
-	next  atomic.Int64
-	acked atomic.Int64
+// keySpace is the store's keys, 0 … n-1, the ones the load wrote: every
+// workload reads among them (soak writes its own keys, apart).
+type keySpace struct{ n int64 }
 
-	mu   sync.Mutex
-	done map[int64]bool // completed inserts at or above acked
-}
+func newKeySpace(loaded int64) *keySpace { return &keySpace{n: loaded} }
 
-func newKeySpace(loaded int64) *keySpace {
-	ks := &keySpace{done: make(map[int64]bool)}
-	ks.next.Store(loaded)
-	ks.acked.Store(loaded)
-	return ks
-}
-
-// reserve returns the number of a new key, beyond every key so far.
-func (ks *keySpace) reserve() int64 { return ks.next.Add(1) - 1 }
-
-// ack records that the insert of key n has completed (or failed: a failed
-// insert is counted as an error already, and a hole would stop acked for
-// good).
-func (ks *keySpace) ack(n int64) {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	ks.done[n] = true
-	acked := ks.acked.Load()
-	for ks.done[acked] {
-		delete(ks.done, acked)
-		acked++
-	}
-	// Stored under mu, so acked only rises; readers load it without mu
-	// and may see an older, smaller count, which is still safe.
-	ks.acked.Store(acked)
-}
-
-// count returns how many keys, from 0, are known to exist.
-func (ks *keySpace) count() int64 { return ks.acked.Load() }
+// count returns how many keys, from 0, exist.
+func (ks *keySpace) count() int64 { return ks.n }

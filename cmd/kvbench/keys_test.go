@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,34 +49,4 @@ func TestFillValue_Incompressible(t *testing.T) {
 	fillValue(newRand(3), w1)
 	fillValue(newRand(3), w2)
 	assert.Equal(t, w1, w2, "seeded")
-}
-
-func TestKeySpace_AckedRisesOverCompletedInserts(t *testing.T) {
-	ks := newKeySpace(10)
-	assert.Equal(t, int64(10), ks.count())
-	a, b, c := ks.reserve(), ks.reserve(), ks.reserve()
-	assert.Equal(t, []int64{10, 11, 12}, []int64{a, b, c})
-	ks.ack(c)
-	assert.Equal(t, int64(10), ks.count(), "12 is done but 10 and 11 are not")
-	ks.ack(a)
-	assert.Equal(t, int64(11), ks.count())
-	ks.ack(b)
-	assert.Equal(t, int64(13), ks.count())
-	assert.Empty(t, ks.done)
-}
-
-func TestKeySpace_Concurrent(t *testing.T) {
-	ks := newKeySpace(0)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range 500 {
-				n := ks.reserve()
-				assert.Less(t, ks.count(), n+1, "a key is not counted before its insert is acked")
-				ks.ack(n)
-			}
-		})
-	}
-	wg.Wait()
-	assert.Equal(t, int64(4000), ks.count())
 }

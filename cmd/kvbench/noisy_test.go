@@ -84,9 +84,9 @@ func TestWriteNoisySummaries(t *testing.T) {
 		return &Pacing{Arrival: "fixed", OfferedPerSec: 20_000, AchievedPct: achieved}
 	}
 	rep := &report{
-		Workload: "ycsb-a,noisy",
+		Workload: "get,noisy",
 		Results: []result{
-			{Workload: "ycsb-a", Scheduler: "mlfq", Class: "get", P99us: 100},
+			{Workload: "get", Scheduler: "mlfq", Class: "get", P99us: 100},
 			{Workload: "noisy-quiet", Scheduler: "mlfq", Class: "get", P99us: 150, Pacing: paced(100)},
 			{Workload: "noisy", Scheduler: "mlfq", Class: "get", P99us: 450, Pacing: paced(98)},
 			{Workload: "noisy", Scheduler: "mlfq", Class: "scan", P99us: 200_000},
@@ -116,6 +116,6 @@ noisy: fifo e2e p99 4.40ms ÷ mlfq e2e p99 450µs = 9.78× (want ≥ 10×): miss
 `, b.String())
 
 	b.Reset()
-	require.NoError(t, writeNoisySummaries(&b, &config{}, &report{Workload: "ycsb-a,cop"}))
+	require.NoError(t, writeNoisySummaries(&b, &config{}, &report{Workload: "get,cop"}))
 	assert.Empty(t, b.String(), "no summary without noisy")
 }

@@ -40,15 +40,15 @@ func TestWritePlot_Errors(t *testing.T) {
 func TestPlotPanels(t *testing.T) {
 	rep := sampleReport()
 	rep.Results = append(rep.Results,
-		result{Workload: "ycsb-a", Scheduler: "mlfq", Class: "get", Ops: 1},
-		result{Workload: "ycsb-a", Scheduler: "mlfq", Class: "update"}, // never ran: left out
+		result{Workload: "soak", Scheduler: "mlfq", Class: "get", Ops: 1},
+		result{Workload: "soak", Scheduler: "mlfq", Class: "update"}, // never ran: left out
 	)
 	panels := plotPanels(rep)
 	var names []string
 	for _, p := range panels {
 		names = append(names, p.workload+"/"+p.class)
 	}
-	assert.Equal(t, []string{"noisy/get", "noisy/scan", "ycsb-a/get"}, names)
+	assert.Equal(t, []string{"noisy/get", "noisy/scan", "soak/get"}, names)
 	assert.Len(t, panels[0].results, 2, "a line per scheduler")
 	assert.Len(t, panels[1].results, 2, "the scheduler without scans is kept, and drawn without a line")
 }

@@ -36,12 +36,12 @@ func sampleReport() *report {
 
 func TestNewResult(t *testing.T) {
 	err := errors.New("boom")
-	r := newResult("ycsb-a", "fifo", classUpdate, "", summary{
+	r := newResult("soak", "fifo", classUpdate, "", summary{
 		ops: 10, opsPerSec: 50, percentiles: percentiles{p50: 80 * time.Microsecond, p99: 900 * time.Microsecond,
 			p999: 2 * time.Millisecond, max: 5 * time.Millisecond}, errors: 1, firstErr: err,
 	})
 	assert.Equal(t, result{
-		Workload: "ycsb-a", Scheduler: "fifo", Class: "update", Ops: 10, OpsPerSec: 50,
+		Workload: "soak", Scheduler: "fifo", Class: "update", Ops: 10, OpsPerSec: 50,
 		P50us: 80, P99us: 900, P999us: 2000, MaxUs: 5000, Errors: 1, firstErr: err,
 	}, r)
 }

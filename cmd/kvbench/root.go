@@ -143,10 +143,10 @@ authentication, and PUT /groups changes the scheduling).`,
   kvbench --workload get,scan --schedulers mlfq,direct --duration 10s
   kvbench --arrival think --think 1ms   # noisy's Gets each 1 ms after the last returned
   kvbench --schedulers mlfq,fifo --no-quiet   # noisy without its quiet phase
-  kvbench --workload ycsb-a,ycsb-e --json results.json --plot latency.svg
+  kvbench --workload get,scan --json results.json --plot latency.svg
   kvbench --workload cop --keys 1000000 --long-scan-len 1000000
   kvbench --workload groups,groups-steps --json groups.json
-  kvbench --workload ycsb-a --sync --row-cache 0 > results.txt
+  kvbench --workload get --sync --row-cache 0 > results.txt
   kvbench --workers 4 --max-tasks 1000 --time-slice 500us
   kvbench --json - -q | jq '.results[] | {scheduler, class, p99_us}'
   kvbench --duration 1m --admin :7070   # meanwhile: curl 127.0.0.1:7070/stats, or kvctl --addr 127.0.0.1:7070`,

@@ -26,8 +26,8 @@ var regionNames = func() []string {
 	return names
 }()
 
-// valueMaker makes the values kvbench writes — the load's and the YCSB
-// updates' and inserts' — of --value-size bytes each. They are random
+// valueMaker makes the values the load writes, of --value-size bytes
+// each. They are random
 // bytes, unless rows is set: then each is a coprocessor row
 // ([coproc.EncodeRow]) whose random pad fills it out to the size, so that
 // --value-size still holds and the bytes stay mostly incompressible. (A

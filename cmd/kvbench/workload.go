@@ -66,12 +66,6 @@ var workloadList = []*workload{
 	noisyWorkload(),
 	copScanWorkload(),
 	copWorkload(),
-	ycsbWorkload("ycsb-a", ycsbMix{read: 0.5, update: 0.5}),
-	ycsbWorkload("ycsb-b", ycsbMix{read: 0.95, update: 0.05}),
-	ycsbWorkload("ycsb-c", ycsbMix{read: 1}),
-	ycsbWorkload("ycsb-d", ycsbMix{read: 0.95, insert: 0.05, latest: true}),
-	ycsbWorkload("ycsb-e", ycsbMix{scan: 0.95, insert: 0.05}),
-	ycsbWorkload("ycsb-f", ycsbMix{read: 0.5, rmw: 0.5}),
 	groupsWorkload(),
 	groupsStepsWorkload(),
 	soakWorkload(),
@@ -217,13 +211,4 @@ func scan(ctx context.Context, db *kv.DB, start int64, n int, want int64) error 
 		err = fmt.Errorf("scan from %s: %d rows, want %d", appendKey(nil, start), rows, want)
 	}
 	return err
-}
-
-// set writes a fresh value from values to key n.
-func set(db *kv.DB, values *valueMaker, r *rand.Rand, kbuf []byte, n int64) error {
-	v, err := values.next(r)
-	if err != nil {
-		return err
-	}
-	return db.Set(appendKey(kbuf[:0], n), v)
 }
