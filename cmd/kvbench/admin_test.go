@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coopkv/coopkv/cmd/kvbench/bench"
 	"github.com/coopkv/coopkv/kv"
 )
 
@@ -103,8 +103,7 @@ func TestRun_Admin(t *testing.T) {
 	errOut := newWatchedBuffer("direct get: 1m0s\n")
 	done := make(chan error, 1)
 	go func() {
-		done <- executeTo(ctx, io.Discard, errOut, append(slices.Clone(tinyArgs),
-			"--workload", "get", "--schedulers", "direct", "--duration", "1m", "--warmup", "0",
+		done <- executeTo(ctx, io.Discard, errOut, tiny("get", "--schedulers", "direct", "--duration", "1m", "--warmup", "0",
 			"--admin", "127.0.0.1:0")...)
 	}()
 	select {
@@ -128,7 +127,7 @@ func TestRun_Admin(t *testing.T) {
 
 	cancel()
 	err = <-done
-	assert.ErrorIs(t, err, errInterrupted)
+	assert.ErrorIs(t, err, bench.ErrInterrupted)
 	_, err = c.Get("http://" + addr + "/stats")
 	assert.Error(t, err, "the server is closed with the run")
 }

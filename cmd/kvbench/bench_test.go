@@ -17,76 +17,69 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coopkv/coopkv/cmd/internal/cli"
+	"github.com/coopkv/coopkv/cmd/kvbench/bench"
 )
 
-// tinyArgs make a run CI-sized: a small store, short phases, short scans.
-var tinyArgs = []string{
-	"--keys", "2000", "--duration", "200ms", "--warmup", "50ms",
-	"--scan-len", "100", "--long-scan-len", "500", "--scanners", "2", "--clients", "2",
+// tinyArgs make a run CI-sized: a small store, short phases.
+var tinyArgs = []string{"--keys", "2000", "--duration", "200ms", "--warmup", "50ms"}
+
+// tinyNoisy are noisy's flags for a CI-sized run: short scans, few
+// clients.
+var tinyNoisy = []string{"--long-scan-len", "500", "--scanners", "2", "--clients", "2"}
+
+// tiny returns workload's subcommand ("" for none: noisy), tinyArgs and
+// args, with tinyNoisy for noisy.
+func tiny(workload string, args ...string) []string {
+	var out []string
+	if workload != "" {
+		out = append(out, workload)
+	}
+	out = append(out, tinyArgs...)
+	if workload == "" || workload == "noisy" {
+		out = append(out, tinyNoisy...)
+	}
+	return append(out, args...)
 }
 
-// runTiny runs kvbench with tinyArgs and args, writing JSON, and returns
-// the report it wrote and what it printed to stdout.
-func runTiny(t *testing.T, args ...string) (*report, string) {
+// runTiny runs kvbench with args, writing JSON, and returns the report
+// it wrote and what it printed to stdout.
+func runTiny(t *testing.T, args ...string) (*bench.Report, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "out.json")
-	out, errOut, err := execute(t, append(append(slices.Clone(tinyArgs), "--json", path), args...)...)
+	out, errOut, err := execute(t, append(slices.Clone(args), "--json", path)...)
 	require.NoError(t, err, errOut)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var rep report
+	var rep bench.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	return &rep, out
 }
 
-// TestRun_EveryWorkloadOnEveryScheduler runs each workload briefly on
-// each scheduler, in one run (one load): every class a workload reports
-// does some work, without errors, and the results come in workload,
-// scheduler, class order, a quiet phase's Gets (noisy-quiet) just before
-// its workload's on each scheduler. The groups workloads run once, on
-// priority, with a result per group.
-func TestRun_EveryWorkloadOnEveryScheduler(t *testing.T) {
-	rep, out := runTiny(t, "--workload", strings.Join(workloadNames(), ","),
-		"--schedulers", strings.Join(knownSchedulers, ","), "--group-scanners", "2", "-q")
-	var want, got [][4]string
+// TestRun_DefaultIsNoisy: a bare kvbench runs noisy — its quiet phase
+// and its measured phase on mlfq, fifo and direct, and the lines under
+// the table — as "kvbench noisy" does.
+func TestRun_DefaultIsNoisy(t *testing.T) {
+	rep, out := runTiny(t, tiny("", "--warmup", "0s", "--duration", "100ms", "-q")...)
+	assert.Equal(t, "noisy", rep.Workload)
+	var got [][3]string
 	for _, r := range rep.Results {
-		got = append(got, [4]string{r.Workload, r.Scheduler, r.Class, r.Group})
+		got = append(got, [3]string{r.Workload, r.Scheduler, r.Class})
 	}
-	for _, w := range workloadList {
-		t.Run(w.name, func(t *testing.T) {
-			var ids [][4]string
-			if w.groups != nil {
-				ids = groupResultIDs(w)
-			} else {
-				for _, s := range knownSchedulers {
-					if w.quiet != nil {
-						ids = append(ids, [4]string{w.name + quietSuffix, s, classGet.String(), ""})
-					}
-					for _, c := range w.classes {
-						ids = append(ids, [4]string{w.name, s, c.String(), ""})
-					}
-				}
-			}
-			for _, id := range ids {
-				want = append(want, id)
-				i := slices.Index(got, id)
-				if !assert.GreaterOrEqual(t, i, 0, "no result for %v", id) {
-					continue
-				}
-				r := rep.Results[i]
-				if w.groups != nil {
-					// A group's reads are charged step by step: on a slow
-					// machine a low-share group (capped's 4% of a small
-					// rate) may finish no scan in 200 ms, but it runs.
-					assert.True(t, r.Ops > 0 || r.RUPerSec > 0, "%v did nothing", id)
-				} else {
-					assert.Positive(t, r.Ops, "%v did nothing", id)
-				}
-				assert.Zero(t, r.Errors, "%v\n%s", id, out)
-			}
-		})
+	var want [][3]string
+	for _, s := range []string{"mlfq", "fifo", "direct"} {
+		want = append(want, [3]string{"noisy-quiet", s, "get"}, [3]string{"noisy", s, "get"}, [3]string{"noisy", s, "scan"})
 	}
 	assert.Equal(t, want, got)
+	assert.Regexp(t, `(?m)^noisy mlfq: get e2e p99 \S+ quiet, \S+ beside 2 scanners = `, out)
+	assert.Regexp(t, `(?m)^noisy: fifo e2e p99 \S+ ÷ mlfq e2e p99 \S+ = `, out)
+
+	sub, _ := runTiny(t, tiny("noisy", "--warmup", "0s", "--duration", "100ms", "-q")...)
+	assert.Equal(t, rep.Workload, sub.Workload)
+	var subGot [][3]string
+	for _, r := range sub.Results {
+		subGot = append(subGot, [3]string{r.Workload, r.Scheduler, r.Class})
+	}
+	assert.Equal(t, got, subGot, "kvbench is kvbench noisy")
 }
 
 // TestRun_JSONAndPlot decodes what a tiny run wrote and checks every
@@ -94,8 +87,7 @@ func TestRun_EveryWorkloadOnEveryScheduler(t *testing.T) {
 func TestRun_JSONAndPlot(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, plotPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "latency.png")
-	out, errOut, err := execute(t, append(slices.Clone(tinyArgs),
-		"--workload", "noisy,get", "--schedulers", "mlfq,direct", "--json", jsonPath, "--plot", plotPath)...)
+	out, errOut, err := execute(t, tiny("noisy", "--schedulers", "mlfq,direct", "--json", jsonPath, "--plot", plotPath)...)
 	require.NoError(t, err, errOut)
 
 	b, err := os.ReadFile(jsonPath)
@@ -105,7 +97,7 @@ func TestRun_JSONAndPlot(t *testing.T) {
 	results, ok := doc["results"].([]any)
 	require.True(t, ok, "results is a list")
 	assert.Equal(t, map[string]any{
-		"workload":   "noisy,get",
+		"workload":   "noisy",
 		"keys":       2000.0,
 		"value_size": 100.0,
 		"workers":    float64(runtime.GOMAXPROCS(0)),
@@ -116,7 +108,6 @@ func TestRun_JSONAndPlot(t *testing.T) {
 	want := [][3]string{
 		{"noisy-quiet", "mlfq", "get"}, {"noisy", "mlfq", "get"}, {"noisy", "mlfq", "scan"},
 		{"noisy-quiet", "direct", "get"}, {"noisy", "direct", "get"}, {"noisy", "direct", "scan"},
-		{"get", "mlfq", "get"}, {"get", "direct", "get"},
 	}
 	require.Len(t, results, len(want))
 	fields := []string{"workload", "scheduler", "class", "group", "ops", "ops_per_sec",
@@ -167,7 +158,7 @@ func TestRun_JSONAndPlot(t *testing.T) {
 // terminal here) go to stderr, and only the results to stdout; and that
 // -q leaves stderr empty.
 func TestRun_Output(t *testing.T) {
-	args := append(slices.Clone(tinyArgs), "--workload", "get", "--schedulers", "fifo")
+	args := tiny("get", "--schedulers", "fifo")
 	out, errOut, err := execute(t, args...)
 	require.NoError(t, err, errOut)
 	for _, line := range []string{"load: 2000 keys", "fifo get warm-up: 50ms", "fifo get: 200ms"} {
@@ -190,10 +181,9 @@ func TestRun_Output(t *testing.T) {
 // TestRun_JSONToStdout checks that --json - writes the JSON alone to
 // stdout, and the table to stderr.
 func TestRun_JSONToStdout(t *testing.T) {
-	out, errOut, err := execute(t, append(slices.Clone(tinyArgs),
-		"--workload", "get", "--schedulers", "direct", "--json", "-", "-q")...)
+	out, errOut, err := execute(t, tiny("get", "--schedulers", "direct", "--json", "-", "-q")...)
 	require.NoError(t, err, errOut)
-	var rep report
+	var rep bench.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), "stdout is the JSON and nothing else:\n%s", out)
 	require.Len(t, rep.Results, 1)
 	assert.Equal(t, "direct", rep.Results[0].Scheduler)
@@ -208,26 +198,26 @@ func TestRun_JSONToStdout(t *testing.T) {
 func TestRun_Dirs(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	runTiny(t, "--workload", "get", "--schedulers", "direct", "-q")
+	runTiny(t, tiny("get", "--schedulers", "direct", "-q")...)
 	entries, err := os.ReadDir(tmp)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "the temporary store is removed")
 
 	dir := filepath.Join(t.TempDir(), "store")
-	runTiny(t, "--workload", "get", "--schedulers", "direct", "--dir", dir, "-q")
+	runTiny(t, tiny("get", "--schedulers", "direct", "--dir", dir, "-q")...)
 	entries, err = os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.NotEmpty(t, entries, "the --dir store is kept")
 
 	// And it can be run on again.
-	rep, _ := runTiny(t, "--workload", "scan", "--schedulers", "mlfq", "--dir", dir, "-q")
+	rep, _ := runTiny(t, tiny("scan", "--schedulers", "mlfq", "--dir", dir, "-q")...)
 	assert.Positive(t, rep.Results[0].Ops)
 }
 
 func TestRun_UsageErrorRunsNothing(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	out, errOut, err := execute(t, "--workload", "nope")
+	out, errOut, err := execute(t, "nope")
 	require.Error(t, err)
 	assert.Equal(t, 2, exitStatus(err))
 	assert.Empty(t, out, "nothing run")
@@ -237,20 +227,19 @@ func TestRun_UsageErrorRunsNothing(t *testing.T) {
 }
 
 // TestRun_Interrupted stops a run (as Ctrl-C does: its context ends)
-// during its second measured phase: the first phase's results are
-// printed and written as usual, the second's marked interrupted, and the
-// run exits with 130.
+// during its second measured phase, noisy's own after its quiet phase:
+// the first phase's results are printed and written as usual, the
+// second's marked interrupted, and the run exits with 130.
 func TestRun_Interrupted(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, plotPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "latency.svg")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	errOut := newWatchedBuffer("direct scan: 1s\n")
+	errOut := newWatchedBuffer("direct noisy: 1s\n")
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- executeTo(ctx, &out, errOut, append(slices.Clone(tinyArgs),
-			"--workload", "get,scan", "--schedulers", "direct", "--duration", "1s", "--warmup", "0",
+		done <- executeTo(ctx, &out, errOut, tiny("noisy", "--schedulers", "direct", "--duration", "1s", "--warmup", "0",
 			"--json", jsonPath, "--plot", plotPath)...)
 	}()
 	select {
@@ -263,27 +252,30 @@ func TestRun_Interrupted(t *testing.T) {
 	defer stop.Stop()
 	err := <-done
 	require.Error(t, err)
-	assert.ErrorIs(t, err, errInterrupted)
+	assert.ErrorIs(t, err, bench.ErrInterrupted)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 130, exitStatus(err))
-	assert.Equal(t, "interrupted by context canceled during direct scan", err.Error())
+	assert.Equal(t, "interrupted by context canceled during direct noisy", err.Error())
 
-	assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +p50 +p99 +p99.9 +max +errors$`, out.String())
-	assert.Regexp(t, `(?m)^get +direct +get +\d+ .* 0$`, out.String(), "the phase done, unmarked")
-	assert.Regexp(t, `(?m)^scan +direct +scan +\d+ .* 0  \(interrupted\)$`, out.String())
-	assert.Regexp(t, `(?m)^interrupted \(context canceled\) \d+ms into the 1s of direct scan, whose figures, marked \(interrupted\), cover that part$`, out.String())
+	assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +offered/s +achieved +p50 +p99 +p99.9 +max +errors$`, out.String())
+	assert.Regexp(t, `(?m)^noisy-quiet +direct +get e2e +\d+ .* 0$`, out.String(), "the phase done, unmarked")
+	assert.Regexp(t, `(?m)^noisy +direct +scan +\d+ .* 0  \(interrupted\)$`, out.String())
+	assert.Regexp(t, `(?m)^interrupted \(context canceled\) \d+ms into the 1s of direct noisy, whose figures, marked \(interrupted\), cover that part$`, out.String())
 	assert.NotContains(t, errOut.String(), "workload", "the results are on stdout")
 
 	b, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
-	var rep report
+	var rep bench.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	assert.True(t, rep.Interrupted)
-	require.Len(t, rep.Results, 2)
+	require.Len(t, rep.Results, 3)
 	assert.False(t, rep.Results[0].Interrupted)
 	assert.Positive(t, rep.Results[0].Ops)
-	assert.True(t, rep.Results[1].Interrupted)
-	assert.Equal(t, "scan", rep.Results[1].Workload)
+	assert.Equal(t, "noisy-quiet", rep.Results[0].Workload)
+	for _, r := range rep.Results[1:] {
+		assert.True(t, r.Interrupted)
+		assert.Equal(t, "noisy", r.Workload)
+	}
 	_, err = os.Stat(plotPath)
 	assert.NoError(t, err, "the plot is written")
 }
@@ -297,8 +289,7 @@ func TestRun_InterruptedBeforeMeasuring(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	cancel(cli.SignalError{Sig: syscall.SIGTERM})
 	var out, errOut bytes.Buffer
-	err := executeTo(ctx, &out, &errOut, append(slices.Clone(tinyArgs),
-		"--workload", "get", "--json", jsonPath, "--plot", plotPath)...)
+	err := executeTo(ctx, &out, &errOut, tiny("get", "--json", jsonPath, "--plot", plotPath)...)
 	require.Error(t, err)
 	assert.Equal(t, 143, exitStatus(err))
 	assert.Equal(t, "interrupted by signal terminated during the load", err.Error())
@@ -311,7 +302,7 @@ func TestRun_InterruptedBeforeMeasuring(t *testing.T) {
 
 	b, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
-	var rep report
+	var rep bench.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	assert.True(t, rep.Interrupted)
 	assert.Empty(t, rep.Results)

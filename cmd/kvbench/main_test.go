@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
 )
 
@@ -20,18 +19,6 @@ func execute(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	err = executeTo(t.Context(), &out, &errOut, args...)
-	return out.String(), errOut.String(), err
-}
-
-// executeCmd runs cmd (newCommand's, with a run of the test's) with args
-// and returns what it wrote to stdout and to stderr, and its error.
-func executeCmd(t *testing.T, cmd *cobra.Command, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(args)
-	err = cmd.ExecuteContext(t.Context())
 	return out.String(), errOut.String(), err
 }
 

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"testing"
@@ -15,7 +15,7 @@ import (
 // small for the columns gets rows of the columns alone.
 func TestValueMaker_RowsHoldTheValueSize(t *testing.T) {
 	for _, size := range []int{100, 290, 300, 1000, 70_000, 10} {
-		m := newValueMaker(&config{valueSize: size, rows: true})
+		m := newValueMaker(true, size)
 		r := newRand(1, uint64(size))
 		for range 200 {
 			v, err := m.next(r)
@@ -40,7 +40,7 @@ func TestValueMaker_RowsHoldTheValueSize(t *testing.T) {
 }
 
 func TestValueMaker_RandomBytes(t *testing.T) {
-	m := newValueMaker(&config{valueSize: 100})
+	m := newValueMaker(false, 100)
 	v, err := m.next(newRand(1))
 	require.NoError(t, err)
 	assert.Len(t, v, 100)

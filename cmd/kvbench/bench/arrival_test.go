@@ -1,12 +1,8 @@
-package main
+package bench
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -78,10 +74,10 @@ func TestSchedule_Rate(t *testing.T) {
 // the clients are staggered evenly.
 func TestGetSchedule_Offsets(t *testing.T) {
 	const think = 200 * time.Microsecond
-	cfg := &config{arrival: arrivalFixed, think: think, clients: 4}
+	cfg := &besideFlags{arrival: arrivalFixed, think: think, clients: clientsFlag{4}}
 	offsets := func(seed uint64) []time.Duration {
 		var out []time.Duration
-		for i := range cfg.clients {
+		for i := range cfg.clients.n {
 			s := getSchedule(cfg, newRand(seed, uint64(i), offsetStream), i)
 			assert.Equal(t, schedule{arrival: arrivalFixed, interval: think, offset: s.offset}, s)
 			out = append(out, s.offset)
@@ -117,23 +113,15 @@ func TestRun_Arrival(t *testing.T) {
 		t.Run(arrival, func(t *testing.T) {
 			var mu sync.Mutex
 			var gets [][2]time.Duration // e2e, service
-			path := filepath.Join(t.TempDir(), "out.json")
-			cmd := newCommand(func(ctx context.Context, cfg *config, out, errOut io.Writer) error {
-				cfg.onPacedGet = func(e2e, service time.Duration) {
-					mu.Lock()
-					defer mu.Unlock()
-					gets = append(gets, [2]time.Duration{e2e, service})
-				}
-				return runBench(ctx, cfg, out, errOut)
-			})
-			out, errOut, err := executeCmd(t, cmd, append(slices.Clone(tinyArgs),
-				"--duration", "300ms", "--warmup", "0", "--workload", "noisy", "--schedulers", "mlfq",
-				"--arrival", arrival, "--no-quiet", "--json", path, "-q")...)
-			require.NoError(t, err, errOut)
-			b, err := os.ReadFile(path)
-			require.NoError(t, err)
-			var rep report
-			require.NoError(t, json.Unmarshal(b, &rep))
+			w := lookup(t, "noisy")
+			cfg := parseRun(t, w, "--duration", "300ms", "--warmup", "0", "--schedulers", "mlfq",
+				"--arrival", arrival, "--no-quiet")
+			cfg.onPacedGet = func(e2e, service time.Duration) {
+				mu.Lock()
+				defer mu.Unlock()
+				gets = append(gets, [2]time.Duration{e2e, service})
+			}
+			rep, out := runWith(t, cfg, w, &testStores{dir: t.TempDir()})
 			require.Len(t, rep.Results, 2)
 
 			get, scan := rep.Results[0], rep.Results[1]
@@ -196,7 +184,7 @@ func TestPacedGets_AStallAtThePhasesEndShows(t *testing.T) {
 	run := func(stallAt time.Duration) summary {
 		var phaseStart time.Time
 		stalled := false
-		cfg := &config{clients: 1, think: time.Millisecond, arrival: arrivalFixed}
+		cfg := &Config{}
 		cfg.onPacedGet = func(time.Duration, time.Duration) {
 			if !stalled && time.Since(phaseStart) > stallAt {
 				stalled = true
@@ -206,7 +194,7 @@ func TestPacedGets_AStallAtThePhasesEndShows(t *testing.T) {
 		e := &env{db: db, cfg: cfg, keys: newKeySpace(100), seed: 1}
 		s := schedule{arrival: arrivalFixed, interval: time.Millisecond}
 		phaseStart = time.Now()
-		ph := runPhase(context.Background(), db, []client{pacedGets(e, 0, s)}, 400*time.Millisecond)
+		ph := runPhase(context.Background(), nil, []client{pacedGets(e, 0, s)}, 400*time.Millisecond)
 		return ph.merged().summarize(classGet, ph.elapsed)
 	}
 	early, late := run(50*time.Millisecond), run(300*time.Millisecond)

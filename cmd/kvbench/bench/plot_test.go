@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -33,15 +33,15 @@ func TestWritePlot_Formats(t *testing.T) {
 func TestWritePlot_Errors(t *testing.T) {
 	dir := t.TempDir()
 	assert.ErrorContains(t, writePlot(filepath.Join(dir, "x.pdf"), sampleReport()), ".png or .svg")
-	assert.ErrorContains(t, writePlot(filepath.Join(dir, "x.png"), &report{}), "no results")
+	assert.ErrorContains(t, writePlot(filepath.Join(dir, "x.png"), &Report{}), "no results")
 	assert.ErrorIs(t, writePlot(filepath.Join(dir, "no", "x.png"), sampleReport()), os.ErrNotExist)
 }
 
 func TestPlotPanels(t *testing.T) {
 	rep := sampleReport()
 	rep.Results = append(rep.Results,
-		result{Workload: "soak", Scheduler: "mlfq", Class: "get", Ops: 1},
-		result{Workload: "soak", Scheduler: "mlfq", Class: "update"}, // never ran: left out
+		Result{Workload: "soak", Scheduler: "mlfq", Class: "get", Ops: 1},
+		Result{Workload: "soak", Scheduler: "mlfq", Class: "update"}, // never ran: left out
 	)
 	panels := plotPanels(rep)
 	var names []string

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"strings"
@@ -13,8 +13,8 @@ import (
 // just before noisy's own rows, did some work without errors, and the
 // lines under the table follow. (The figures are for a real run.)
 func TestRun_NoisyQuiet(t *testing.T) {
-	rep, out := runTiny(t, "--workload", "noisy", "--schedulers", "mlfq,fifo",
-		"--duration", "100ms", "--warmup", "0s", "-q")
+	rep, out := runTiny(t, lookup(t, "noisy"), "--schedulers", "mlfq,fifo",
+		"--duration", "100ms", "--warmup", "0s")
 	assert.Equal(t, "noisy", rep.Workload, "the quiet phase is not a workload of its own")
 	var got [][3]string
 	for _, r := range rep.Results {
@@ -43,8 +43,8 @@ func TestRun_NoisyQuiet(t *testing.T) {
 // TestRun_NoisyNoQuiet: --no-quiet skips the quiet phase, its rows and
 // its line; the lines that need only the measured phase stay.
 func TestRun_NoisyNoQuiet(t *testing.T) {
-	rep, out := runTiny(t, "--workload", "noisy", "--schedulers", "mlfq",
-		"--duration", "100ms", "--warmup", "0s", "--no-quiet", "-q")
+	rep, out := runTiny(t, lookup(t, "noisy"), "--schedulers", "mlfq",
+		"--duration", "100ms", "--warmup", "0s", "--no-quiet")
 	var got [][3]string
 	for _, r := range rep.Results {
 		got = append(got, [3]string{r.Workload, r.Scheduler, r.Class})
@@ -83,10 +83,9 @@ func TestWriteNoisySummaries(t *testing.T) {
 	paced := func(achieved float64) *Pacing {
 		return &Pacing{Arrival: "fixed", OfferedPerSec: 20_000, AchievedPct: achieved}
 	}
-	rep := &report{
-		Workload: "get,noisy",
-		Results: []result{
-			{Workload: "get", Scheduler: "mlfq", Class: "get", P99us: 100},
+	rep := &Report{
+		Workload: "noisy",
+		Results: []Result{
 			{Workload: "noisy-quiet", Scheduler: "mlfq", Class: "get", P99us: 150, Pacing: paced(100)},
 			{Workload: "noisy", Scheduler: "mlfq", Class: "get", P99us: 450, Pacing: paced(98)},
 			{Workload: "noisy", Scheduler: "mlfq", Class: "scan", P99us: 200_000},
@@ -103,7 +102,7 @@ func TestWriteNoisySummaries(t *testing.T) {
 		},
 	}
 	var b strings.Builder
-	require.NoError(t, writeNoisySummaries(&b, &config{scanners: 8}, rep))
+	require.NoError(t, writeNoisySummaries(&b, "noisy", 8, rep))
 	assert.Equal(t, `
 noisy mlfq: get e2e p99 150µs quiet, 450µs beside 8 scanners = 3.00× (want ≤ 3×): ok
 noisy mlfq: achieved 98.0% of the offered rate beside the scanners (want ≥ 98%): ok
@@ -116,6 +115,6 @@ noisy: fifo e2e p99 4.40ms ÷ mlfq e2e p99 450µs = 9.78× (want ≥ 10×): miss
 `, b.String())
 
 	b.Reset()
-	require.NoError(t, writeNoisySummaries(&b, &config{}, &report{Workload: "get,cop"}))
-	assert.Empty(t, b.String(), "no summary without noisy")
+	require.NoError(t, writeNoisySummaries(&b, "noisy", 8, &Report{Workload: "noisy"}))
+	assert.Empty(t, b.String(), "no summary without noisy's results (an interrupted run)")
 }

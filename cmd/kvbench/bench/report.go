@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"encoding/json"
@@ -14,13 +14,13 @@ import (
 
 // report is a run's results, in the JSON shape that scripts compare runs
 // by (the kvbench issue fixes it; do not rename the fields).
-type report struct {
-	Workload  string   `json:"workload"` // the workloads, comma-joined
+type Report struct {
+	Workload  string   `json:"workload"` // the workload's sections (Phase.Section), comma-joined: "noisy", "cop-scan,cop"
 	Keys      int64    `json:"keys"`
 	ValueSize int      `json:"value_size"`
 	Workers   int      `json:"workers"`
 	DurationS float64  `json:"duration_s"`
-	Results   []result `json:"results"`
+	Results   []Result `json:"results"`
 	// Interrupted: the run was stopped (Ctrl-C) before its end; Results
 	// hold what it measured by then.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -29,7 +29,7 @@ type report struct {
 // result is one (workload, scheduler, class, group)'s figures over a
 // measured phase. Latencies are in microseconds; a paced Get class's (see
 // Pacing) are from when each Get was due to its return.
-type result struct {
+type Result struct {
 	Workload  string  `json:"workload"`
 	Scheduler string  `json:"scheduler"`
 	Class     string  `json:"class"`
@@ -78,8 +78,8 @@ type Pacing struct {
 	ServiceMaxUs  float64 `json:"service_max_us"`
 }
 
-func newResult(workload, scheduler string, c class, group string, s summary) result {
-	return result{
+func newResult(workload, scheduler string, c class, group string, s summary) Result {
+	return Result{
 		Workload:  workload,
 		Scheduler: scheduler,
 		Class:     c.String(),
@@ -127,7 +127,7 @@ const interruptedMark = "(interrupted)"
 // had errors. A paced Get class has two rows: "get e2e", its latencies
 // from when each Get was due, with its offered rate and the share of it
 // achieved, then "get service", its service times.
-func writeTable(w io.Writer, rep *report) error {
+func writeTable(w io.Writer, rep *Report) error {
 	groups, paced := false, false
 	for _, r := range rep.Results {
 		groups = groups || r.Group != ""
@@ -251,7 +251,7 @@ func writeInterruption(w io.Writer, stop interruption, cause error) error {
 }
 
 // writeJSON writes rep to path, indented.
-func writeJSON(path string, rep *report) error {
+func writeJSON(path string, rep *Report) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("--json: %w", err)
@@ -267,7 +267,7 @@ func writeJSON(path string, rep *report) error {
 }
 
 // encodeJSON writes rep to w, indented.
-func encodeJSON(w io.Writer, rep *report) error {
+func encodeJSON(w io.Writer, rep *Report) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err

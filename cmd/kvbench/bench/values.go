@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -43,8 +43,8 @@ type valueMaker struct {
 	buf  []byte // the random bytes of a value or of a row's pad
 }
 
-func newValueMaker(cfg *config) *valueMaker {
-	return &valueMaker{rows: cfg.rows, size: cfg.valueSize, buf: make([]byte, cfg.valueSize)}
+func newValueMaker(rows bool, size int) *valueMaker {
+	return &valueMaker{rows: rows, size: size, buf: make([]byte, size)}
 }
 
 // next returns a fresh value drawn from r, valid until the next call.

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"strings"
@@ -15,14 +15,16 @@ import (
 // without errors, the JSON has them in order, and a comparison line per
 // scheduler follows the table. (The figures are for a real run.)
 func TestRun_Cop(t *testing.T) {
-	rep, out := runTiny(t, "--workload", "cop", "--duration", "300ms", "--warmup", "0s", "-q")
+	rep, out := runTiny(t, lookup(t, "cop"), "--duration", "500ms", "--warmup", "0s")
 	assert.Equal(t, "cop-scan,cop", rep.Workload)
 	var want, got [][3]string
-	for _, w := range []string{"cop-scan", "cop"} {
-		wl, _ := lookupWorkload(w)
-		for _, s := range defaultSchedulers {
-			for _, c := range wl.classes {
-				want = append(want, [3]string{w, s, c.String()})
+	for _, w := range []struct {
+		name    string
+		classes []string
+	}{{"cop-scan", []string{"get", "scan"}}, {"cop", []string{"get", "cop"}}} {
+		for _, s := range []string{"mlfq", "fifo", "direct"} {
+			for _, c := range w.classes {
+				want = append(want, [3]string{w.name, s, c})
 			}
 		}
 	}
@@ -32,44 +34,31 @@ func TestRun_Cop(t *testing.T) {
 		assert.Zero(t, r.Errors, "%s %s %s\n%s", r.Workload, r.Scheduler, r.Class, out)
 	}
 	assert.Equal(t, want, got)
-	for _, s := range defaultSchedulers {
+	for _, s := range []string{"mlfq", "fifo", "direct"} {
 		assert.Regexp(t, `(?m)^cop +`+s+` +cop +\d+ `, out)
 		assert.Regexp(t, `(?m)^cop `+s+`: get p99 \S+ beside cop, \S+ beside scan \(cop-scan\) = [0-9.]+×$`, out)
 	}
 }
 
-// TestRun_CopWithOthers runs cop-scan and cop named apart, beside
-// workloads that read plain values: the load writes rows for all of them,
-// so the aggregates find sane answers, and get and noisy run on the rows.
-func TestRun_CopWithOthers(t *testing.T) {
-	rep, out := runTiny(t, "--workload", "get,cop,noisy,cop-scan", "--schedulers", "mlfq",
-		"--duration", "300ms", "--warmup", "0s", "--no-quiet", "-q")
-	assert.Equal(t, "get,cop,noisy,cop-scan", rep.Workload, "a baseline named is not added again")
+// TestRun_CopScan runs cop-scan on its own: its Gets beside scans of
+// rows, with no comparison line (it has no baseline).
+func TestRun_CopScan(t *testing.T) {
+	rep, out := runTiny(t, lookup(t, "cop-scan"), "--schedulers", "mlfq", "--duration", "300ms", "--warmup", "0s")
+	assert.Equal(t, "cop-scan", rep.Workload)
+	var got [][3]string
 	for _, r := range rep.Results {
+		got = append(got, [3]string{r.Workload, r.Scheduler, r.Class})
 		assert.Positive(t, r.Ops, "%s %s %s did nothing", r.Workload, r.Scheduler, r.Class)
 		assert.Zero(t, r.Errors, "%s %s %s\n%s", r.Workload, r.Scheduler, r.Class, out)
 	}
-	assert.Regexp(t, `(?m)^cop mlfq: get p99 .* \(cop-scan\)`, out)
+	assert.Equal(t, [][3]string{{"cop-scan", "mlfq", "get"}, {"cop-scan", "mlfq", "scan"}}, got)
+	assert.NotContains(t, out, "beside scan (cop-scan)")
 }
 
-func TestConfig_CopBaselineAndRows(t *testing.T) {
-	for _, tc := range []struct {
-		workloads string
-		want      []string
-		rows      bool
-	}{
-		{"noisy", []string{"noisy"}, false},
-		{"cop", []string{"cop-scan", "cop"}, true},
-		{"noisy,cop", []string{"noisy", "cop-scan", "cop"}, true},
-		{"cop,cop-scan", []string{"cop", "cop-scan"}, true},
-		{"cop-scan", []string{"cop-scan"}, true},
-	} {
-		t.Run(tc.workloads, func(t *testing.T) {
-			cfg, err := parse(t, "--workload", tc.workloads)
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, cfg.workloads)
-			assert.Equal(t, tc.rows, cfg.rows)
-		})
+func TestWorkloads_Rows(t *testing.T) {
+	for _, w := range Workloads() {
+		want := w.Name() == "cop" || w.Name() == "cop-scan"
+		assert.Equal(t, want, w.Rows(), "%s reads rows", w.Name())
 	}
 }
 
@@ -114,18 +103,18 @@ func TestCheckAggregate(t *testing.T) {
 }
 
 func TestWriteComparisons(t *testing.T) {
-	rep := &report{Workload: "cop-scan,cop", Results: []result{
+	rep := &Report{Workload: "cop-scan,cop", Results: []Result{
 		{Workload: "cop-scan", Scheduler: "mlfq", Class: "get", P99us: 1000},
 		{Workload: "cop-scan", Scheduler: "mlfq", Class: "scan", P99us: 50_000},
 		{Workload: "cop", Scheduler: "mlfq", Class: "get", P99us: 1500},
 		{Workload: "cop", Scheduler: "mlfq", Class: "cop", P99us: 20_000},
 	}}
 	var b strings.Builder
-	require.NoError(t, writeComparisons(&b, rep))
+	require.NoError(t, copWorkload().Summarize(&b, rep))
 	assert.Equal(t, "\ncop mlfq: get p99 1.50ms beside cop, 1.00ms beside scan (cop-scan) = 1.50×\n", b.String())
 
 	b.Reset()
-	rep.Workload = "cop"
-	require.NoError(t, writeComparisons(&b, rep))
-	assert.Empty(t, b.String(), "no baseline in the run, no comparison")
+	rep.Results = rep.Results[2:]
+	require.NoError(t, copWorkload().Summarize(&b, rep))
+	assert.Empty(t, b.String(), "no baseline's results (an interrupted run), no comparison")
 }

@@ -1,10 +1,8 @@
-package main
+package bench
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -18,19 +16,13 @@ import (
 	"github.com/coopkv/coopkv/kv"
 )
 
-// TestSoak_OneSecondPasses runs `kvbench --workload soak` for a second on
-// two schedulers, with a warm-up, so that each measured phase starts from
+// TestSoak_OneSecondPasses runs `kvbench soak` for a second on two
+// schedulers, with a warm-up, so that each measured phase starts from
 // the model the store holds after the warm-up: every class works, and
 // nothing fails — no operation error, no mismatch.
 func TestSoak_OneSecondPasses(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "out.json")
-	out, errOut, err := execute(t, "--workload", "soak", "--duration", "1s", "--warmup", "200ms",
-		"--keys", "1000", "--clients", "2", "--schedulers", "mlfq,direct", "--json", path, "-q")
-	require.NoError(t, err, errOut)
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var rep report
-	require.NoError(t, json.Unmarshal(b, &rep))
+	rep, out := runTiny(t, lookup(t, "soak"), "--duration", "1s", "--warmup", "200ms",
+		"--keys", "1000", "--schedulers", "mlfq,direct")
 	var got [][3]string
 	for _, r := range rep.Results {
 		got = append(got, [3]string{r.Workload, r.Scheduler, r.Class})
@@ -49,7 +41,7 @@ func TestSoak_OneSecondPasses(t *testing.T) {
 
 // soakPhase runs one phase of a soak of keys keys on a fresh in-memory
 // store, with tamper, after prepare, and returns it.
-func soakPhase(t *testing.T, keys int, d time.Duration, prepare func(db *kv.DB), tamper func(db *kv.DB, m *soakModel)) *phase {
+func soakPhase(t *testing.T, keys int, d time.Duration, prepare func(db *kv.DB), tamper func(db kv.Store, m *soakModel)) *Measured {
 	t.Helper()
 	db, err := kv.Open("", &kv.Options{InMemory: true, NoSync: true})
 	require.NoError(t, err)
@@ -58,8 +50,9 @@ func soakPhase(t *testing.T, keys int, d time.Duration, prepare func(db *kv.DB),
 		prepare(db)
 	}
 	w := newSoakWorkload(soakOptions{keys: keys, every: 100 * time.Millisecond, tamper: tamper})
-	e := &env{db: db, cfg: &config{clients: 2, valueSize: 64}, keys: newKeySpace(0), seed: 1}
-	return runPhase(context.Background(), db, w.clients(e), d)
+	w.clients.n, w.think = 2, 200*time.Microsecond
+	e := &env{db: db, cfg: &Config{ValueSize: 64}, keys: newKeySpace(0), seed: 1}
+	return runPhase(context.Background(), nil, w.plain.clients(e), d)
 }
 
 // TestSoak_Checks: the soak's checks notice what they are for — the
@@ -76,21 +69,21 @@ func TestSoak_Checks(t *testing.T) {
 	}
 	// once makes a tamper act at the first full check only: later writes
 	// may then mend what it broke, but the check has seen it.
-	once := func(f func(db *kv.DB, m *soakModel)) func(db *kv.DB, m *soakModel) {
+	once := func(f func(db kv.Store, m *soakModel)) func(db kv.Store, m *soakModel) {
 		var o sync.Once
-		return func(db *kv.DB, m *soakModel) { o.Do(func() { f(db, m) }) }
+		return func(db kv.Store, m *soakModel) { o.Do(func() { f(db, m) }) }
 	}
 	for _, c := range []struct {
 		name    string
 		prepare func(db *kv.DB)
-		tamper  func(t *testing.T) func(db *kv.DB, m *soakModel)
+		tamper  func(t *testing.T) func(db kv.Store, m *soakModel)
 		want    string // in the phase's error; "" = no failure
 	}{
 		{name: "untouched"},
 		{
 			name: "model differs",
-			tamper: func(t *testing.T) func(db *kv.DB, m *soakModel) {
-				return once(func(_ *kv.DB, m *soakModel) {
+			tamper: func(t *testing.T) func(db kv.Store, m *soakModel) {
+				return once(func(_ kv.Store, m *soakModel) {
 					m.keys[42].val.Store(&soakValue{row: row(t, 42, 7), amount: 7})
 				})
 			},
@@ -101,13 +94,14 @@ func TestSoak_Checks(t *testing.T) {
 		},
 		{
 			name: "lost write",
-			tamper: func(t *testing.T) func(db *kv.DB, m *soakModel) {
-				return once(func(db *kv.DB, m *soakModel) {
+			tamper: func(t *testing.T) func(db kv.Store, m *soakModel) {
+				return once(func(db kv.Store, m *soakModel) {
 					v := row(t, 7, 3)
 					m.keys[7].val.Store(&soakValue{row: v, amount: 3})
 					// The store has it, then loses it behind the model's back.
-					require.NoError(t, db.Set(key(7), v))
-					require.NoError(t, db.Delete(key(7)))
+					d := db.(*kv.DB)
+					require.NoError(t, d.Set(key(7), v))
+					require.NoError(t, d.Delete(key(7)))
 				})
 			},
 			want: "soak/00000007: the store has no value, the model a row", // either check, as above
@@ -128,7 +122,7 @@ func TestSoak_Checks(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var tamper func(db *kv.DB, m *soakModel)
+			var tamper func(db kv.Store, m *soakModel)
 			if c.tamper != nil {
 				tamper = c.tamper(t)
 			}
@@ -184,25 +178,22 @@ func TestSoak_KeyNumbers(t *testing.T) {
 }
 
 // TestSoak_MismatchFailsTheRun: a soak whose store and model disagree
-// fails the kvbench run with an error naming the key, exit status 1.
+// fails the run with an error naming the key.
 func TestSoak_MismatchFailsTheRun(t *testing.T) {
-	i := slices.IndexFunc(workloadList, func(w *workload) bool { return w.name == "soak" })
-	require.GreaterOrEqual(t, i, 0)
-	registered := workloadList[i]
-	t.Cleanup(func() { workloadList[i] = registered })
 	var once sync.Once
-	workloadList[i] = newSoakWorkload(soakOptions{keys: 500, every: time.Hour, tamper: func(_ *kv.DB, m *soakModel) {
+	w := newSoakWorkload(soakOptions{keys: 500, every: time.Hour, tamper: func(_ kv.Store, m *soakModel) {
 		once.Do(func() {
 			b, err := coproc.EncodeRow(map[string]any{"k": "soak/00000042", "ver": int64(-1), "amount": int64(7)})
 			require.NoError(t, err)
 			m.keys[42].val.Store(&soakValue{row: b, amount: 7})
 		})
 	}})
-	_, errOut, err := execute(t, "--workload", "soak", "--duration", "300ms", "--warmup", "0",
-		"--keys", "100", "--clients", "2", "--schedulers", "mlfq", "-q")
-	require.Error(t, err, errOut)
+	cfg := parseRun(t, w, "--duration", "300ms", "--warmup", "0", "--keys", "100", "--schedulers", "mlfq")
+	cfg.Quiet = true
+	err := Run(t.Context(), cfg, w, &testStores{dir: t.TempDir()}, io.Discard, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "mlfq soak: soak: ")
 	assert.Contains(t, err.Error(), "soak/00000042")
 	var f *soakFailure
 	assert.ErrorAs(t, err, &f)
-	assert.Equal(t, 1, exitStatus(err))
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -18,10 +18,10 @@ import (
 	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
-func sampleReport() *report {
-	return &report{
+func sampleReport() *Report {
+	return &Report{
 		Workload: "noisy", Keys: 2000, ValueSize: 100, Workers: 2, DurationS: 0.2,
-		Results: []result{
+		Results: []Result{
 			{Workload: "noisy", Scheduler: "mlfq", Class: "get", Ops: 1000, OpsPerSec: 5000,
 				P50us: 80, P99us: 900, P999us: 2000, MaxUs: 5000},
 			{Workload: "noisy", Scheduler: "mlfq", Class: "scan", Ops: 10, OpsPerSec: 50,
@@ -40,7 +40,7 @@ func TestNewResult(t *testing.T) {
 		ops: 10, opsPerSec: 50, percentiles: percentiles{p50: 80 * time.Microsecond, p99: 900 * time.Microsecond,
 			p999: 2 * time.Millisecond, max: 5 * time.Millisecond}, errors: 1, firstErr: err,
 	})
-	assert.Equal(t, result{
+	assert.Equal(t, Result{
 		Workload: "soak", Scheduler: "fifo", Class: "update", Ops: 10, OpsPerSec: 50,
 		P50us: 80, P99us: 900, P999us: 2000, MaxUs: 5000, Errors: 1, firstErr: err,
 	}, r)
@@ -65,7 +65,7 @@ func TestNewResult_Paced(t *testing.T) {
 }
 
 // pacedReport is sampleReport with its Gets paced, direct's interrupted.
-func pacedReport() *report {
+func pacedReport() *Report {
 	rep := sampleReport()
 	rep.Results[0].Pacing = &Pacing{Arrival: "fixed", OfferedPerSec: 20_000, AchievedPct: 25,
 		ServiceP50us: 40, ServiceP99us: 300, ServiceP999us: 1000, ServiceMaxUs: 4000}
@@ -114,7 +114,7 @@ func TestWriteJSON_Pacing(t *testing.T) {
 	}, doc.Results[0])
 	assert.NotContains(t, doc.Results[1], "arrival", "a class that is not paced has no pacing fields")
 
-	var rep report
+	var rep Report
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &rep))
 	assert.Equal(t, pacedReport().Results[0].Pacing, rep.Results[0].Pacing, "a report reads back")
 	assert.Nil(t, rep.Results[1].Pacing)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -26,14 +26,14 @@ const (
 // resultPercentiles.
 var percentileNames = []string{"p50", "p99", "p99.9", "max"}
 
-func resultPercentiles(r result) []float64 {
+func resultPercentiles(r Result) []float64 {
 	return []float64{r.P50us, r.P99us, r.P999us, r.MaxUs}
 }
 
 // writePlot draws one panel per (workload, class, group) of rep, each with
 // a line per scheduler through its latency percentiles on a log scale, and
 // writes it to path as PNG or SVG, as its extension says.
-func writePlot(path string, rep *report) error {
+func writePlot(path string, rep *Report) error {
 	format, err := plotFormat(path)
 	if err != nil {
 		return err
@@ -100,12 +100,12 @@ func writePlot(path string, rep *report) error {
 // panel is one (workload, class, group)'s results, a line per scheduler.
 type panel struct {
 	workload, class, group string
-	results                []result
+	results                []Result
 }
 
 // plotPanels groups rep's results into panels, in the order they first
 // appear; classes with no operations on any scheduler are left out.
-func plotPanels(rep *report) []*panel {
+func plotPanels(rep *Report) []*panel {
 	var panels []*panel
 	for _, r := range rep.Results {
 		i := slices.IndexFunc(panels, func(p *panel) bool {
@@ -118,7 +118,7 @@ func plotPanels(rep *report) []*panel {
 		panels[i].results = append(panels[i].results, r)
 	}
 	return slices.DeleteFunc(panels, func(p *panel) bool {
-		return !slices.ContainsFunc(p.results, func(r result) bool { return r.Ops > 0 })
+		return !slices.ContainsFunc(p.results, func(r Result) bool { return r.Ops > 0 })
 	})
 }
 

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -10,13 +10,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/kv"
 )
 
 // The soak workload checks that the store stays right under a long mixed
-// load (`kvbench --workload soak --duration 10m`): --clients writers (Set,
-// Delete, Apply of batches) over a subset of soakKeys keys under
+// load (`kvbench soak --duration 10m`): --clients writers (Sets
+// and Deletes, alone or in batches) over a subset of soakKeys keys under
 // soakPrefix, beside --clients Get readers (pausing --think between Gets,
 // see getter), a range scanner and a coprocessor client counting and
 // summing ranges, all checked against an in-memory model of the subset;
@@ -77,23 +79,56 @@ type soakOptions struct {
 	// tamper, when set, is called before each full check, with the
 	// writers paused: a test changes the store or the model behind the
 	// soak's back, and the check must notice.
-	tamper func(db *kv.DB, m *soakModel)
+	tamper func(db kv.Store, m *soakModel)
 }
 
 // soakWorkload is the soak: --clients writers, --clients Get readers, one
 // scanner, one coprocessor client, and the checker, on the default
 // subset and interval.
-func soakWorkload() *workload {
+func soakWorkload() Workload {
 	return newSoakWorkload(soakOptions{keys: soakKeys, every: soakCheckEvery})
 }
 
-func newSoakWorkload(o soakOptions) *workload {
-	return &workload{
-		name:    "soak",
+func newSoakWorkload(o soakOptions) *soakLoad {
+	w := &soakLoad{}
+	w.plain = plain{
+		name:  "soak",
+		short: "a long mixed load, every answer checked against a model",
+		long: `soak checks that the store stays right under a long mixed load
+(kvbench soak --duration 10m): --clients writers (Sets and Deletes, alone or
+in batches)
+over a subset of 10,000 keys of its own beside --clients Get readers
+(pausing --think between Gets), a range scanner and a coprocessor client,
+all checked against an in-memory model of the subset, and every 10 s, and
+at the end of each phase, a full check of every key of the subset. A
+mismatch fails the run (exit status 1), naming the key.`,
 		classes: []class{classGet, classScan, classUpdate, classCop},
-		clients: func(e *env) []client { return newSoakRun(e, o).clients() },
+		clients: func(e *env) []client { return newSoakRun(e, w, o).clients() },
 	}
+	return w
 }
+
+type soakLoad struct {
+	plain
+	clients clientsFlag
+	think   time.Duration // a Get reader's pause between Gets
+}
+
+func (w *soakLoad) Flags(fs *pflag.FlagSet) {
+	w.clients.add(fs, "writer goroutines, and as many Get readers")
+	fs.DurationVar(&w.think, "think", 200*time.Microsecond, "a Get reader's pause between two Gets")
+}
+
+func (w *soakLoad) Validate() []error {
+	errs := w.clients.validate(1, "")
+	if w.think < 0 {
+		errs = append(errs, fmt.Errorf("--think must not be negative, not %v", w.think))
+	}
+	return errs
+}
+
+// Check fails a phase in which the store and the model disagreed.
+func (w *soakLoad) Check(m *Measured) error { return m.failure() }
 
 // soakKey is one key's entry in the model.
 type soakKey struct {
@@ -189,7 +224,7 @@ func describeSoakValue(v []byte, present bool) string {
 // or nil: a soak phase that returns one failed — the store gave a wrong
 // answer. The soak's checker records its failures, and only they, in a
 // recorder of its own, so the first error of each of its classes is one.
-func (p *phase) failure() error {
+func (p *Measured) failure() error {
 	var first *soakFailure
 	n := int64(0)
 	for _, r := range p.recs {
@@ -215,6 +250,7 @@ func (p *phase) failure() error {
 // soakRun is one phase of the soak.
 type soakRun struct {
 	e *env
+	w *soakLoad
 	o soakOptions
 	m *soakModel
 	// gate: writers hold it shared for each write, a full check holds it
@@ -229,8 +265,8 @@ type soakRun struct {
 	lost     map[class]int  // failures past those, by class
 }
 
-func newSoakRun(e *env, o soakOptions) *soakRun {
-	s := &soakRun{e: e, o: o, lost: map[class]int{}}
+func newSoakRun(e *env, w *soakLoad, o soakOptions) *soakRun {
+	s := &soakRun{e: e, w: w, o: o, lost: map[class]int{}}
 	s.m = s.load()
 	return s
 }
@@ -278,7 +314,7 @@ func (s *soakRun) fail(c class, format string, args ...any) {
 // clients returns the phase's clients: writers, Get readers, a scanner,
 // a coprocessor client and the checker.
 func (s *soakRun) clients() []client {
-	n := s.e.cfg.clients
+	n := s.w.clients.n
 	var cs []client
 	for i := range n {
 		cs = append(cs, s.other(s.writer(i, n)))
@@ -304,7 +340,7 @@ func (s *soakRun) other(c client) client {
 func (s *soakRun) writer(i, n int) client {
 	r := s.e.rand(i)
 	owned := (s.o.keys - i + n - 1) / n
-	pad := make([]byte, s.e.cfg.valueSize)
+	pad := make([]byte, s.e.cfg.ValueSize)
 	ver := int64(0)
 	pick := func() int { return i + n*r.IntN(owned) }
 	value := func(k []byte) (*soakValue, error) {
@@ -364,24 +400,16 @@ func (s *soakRun) writer(i, n int) client {
 				k.seq.Store(seq + 1)
 			}
 		}
-		var err error
-		switch {
-		case len(ws) > 1:
-			b := s.e.db.NewBatch()
-			for _, w := range ws {
-				if w.val == nil {
-					b.Delete(w.key)
-				} else {
-					b.Set(w.key, w.val.row)
-				}
+		// One write or several, a batch: kv.Store writes only batches.
+		b := s.e.db.NewBatch()
+		for _, w := range ws {
+			if w.val == nil {
+				b.Delete(w.key)
+			} else {
+				b.Set(w.key, w.val.row)
 			}
-			err = s.e.db.Apply(b)
-		case ws[0].val == nil:
-			err = s.e.db.Delete(ws[0].key)
-		default:
-			err = s.e.db.Set(ws[0].key, ws[0].val.row)
 		}
-		if err != nil {
+		if err := s.e.db.Write(ctx, b); err != nil {
 			return classUpdate, err // the keys stay odd: unknown until rewritten
 		}
 		for _, w := range ws {
@@ -399,7 +427,7 @@ func (s *soakRun) writer(i, n int) client {
 // serves fresh tasks first), and the soak means to check them all.
 func (s *soakRun) getter(stream int) client {
 	r := s.e.rand(stream)
-	return thinkLoop(s.e.cfg.think, func(ctx context.Context) (class, error) {
+	return thinkLoop(s.w.think, func(ctx context.Context) (class, error) {
 		n := r.IntN(s.o.keys)
 		key := soakKeyBytes(nil, n)
 		k := &s.m.keys[n]

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// flagsOf registers w's flags on a fresh set, parses args and returns
+// the set.
+func flagsOf(t *testing.T, w Workload, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet(w.Name(), pflag.ContinueOnError)
+	w.Flags(fs)
+	require.NoError(t, fs.Parse(args))
+	return fs
+}
+
+// TestWorkloads_OwnFlags pins each workload's own flags: a flag is on the
+// subcommands of the workloads that use it, and only there.
+func TestWorkloads_OwnFlags(t *testing.T) {
+	want := map[string][]string{
+		"get":          {"clients"},
+		"scan":         {"clients", "scan-len"},
+		"multiget":     {"clients", "multiget-keys"},
+		"noisy":        {"arrival", "clients", "long-scan-len", "no-quiet", "scanners", "think"},
+		"cop-scan":     {"arrival", "clients", "long-scan-len", "scanners", "think"},
+		"cop":          {"arrival", "clients", "long-scan-len", "scanners", "think"},
+		"groups":       {"clients", "group-scanners", "oltp-rate", "scan-len"},
+		"groups-steps": {"group-scanners"},
+		"soak":         {"clients", "think"},
+	}
+	var names []string
+	for _, w := range Workloads() {
+		names = append(names, w.Name())
+		var got []string
+		flagsOf(t, w).VisitAll(func(f *pflag.Flag) { got = append(got, f.Name) })
+		assert.Equal(t, want[w.Name()], got, w.Name())
+		assert.NotEmpty(t, w.Short(), w.Name())
+		assert.Contains(t, w.Long(), w.Name(), "%s's help names it", w.Name())
+	}
+	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak"}, names)
+}
+
+// TestWorkloads_FlagDefaults: the defaults are a plain run's, as they
+// were when every flag was kvbench's, and they validate.
+func TestWorkloads_FlagDefaults(t *testing.T) {
+	byName := map[string]Workload{}
+	for _, w := range Workloads() {
+		flagsOf(t, w)
+		assert.Empty(t, w.Validate(), w.Name())
+		byName[w.Name()] = w
+	}
+	noisy := byName["noisy"].(*noisyLoad)
+	assert.Equal(t, besideFlags{clients: clientsFlag{4}, scanners: 8, longScanLen: 100_000, think: 200 * time.Microsecond, arrival: "fixed"}, noisy.beside)
+	assert.False(t, noisy.noQuiet)
+	assert.Equal(t, noisy.beside, byName["cop"].(*copLoad).beside)
+	assert.Equal(t, noisy.beside, *byName["cop-scan"].(*copScanLoad).beside)
+	g := byName["groups"].(*groupsLoad)
+	assert.Equal(t, [4]float64{4, 2_000, 1_000, 64}, [4]float64{float64(g.clients.n), g.oltpRate, float64(g.scanLen.n), float64(g.scanners)})
+	assert.Equal(t, 64, byName["groups-steps"].(*groupsLoad).scanners)
+	assert.Equal(t, 100, byName["multiget"].(*multiGetLoad).keys)
+	assert.Equal(t, 1_000, byName["scan"].(*scanLoad).scanLen.n)
+	assert.Equal(t, 200*time.Microsecond, byName["soak"].(*soakLoad).think)
+}
+
+// TestCop_BaselineTakesCopsFlags: cop's baseline phases run with cop's
+// --scanners and --long-scan-len, so that the two compare.
+func TestCop_BaselineTakesCopsFlags(t *testing.T) {
+	w := copWorkload().(*copLoad)
+	flagsOf(t, w, "--scanners", "3", "--long-scan-len", "77")
+	assert.Equal(t, 3, w.baseline.beside.scanners)
+	assert.Equal(t, 77, w.baseline.beside.longScanLen)
+	var got [][3]string
+	for _, p := range w.Phases() {
+		got = append(got, [3]string{p.Section, p.Label, map[bool]string{true: "warm-up", false: "measured"}[p.Warmup]})
+	}
+	assert.Equal(t, [][3]string{
+		{"cop-scan", "cop-scan", "warm-up"}, {"cop-scan", "cop-scan", "measured"},
+		{"cop", "cop", "warm-up"}, {"cop", "cop", "measured"},
+	}, got)
+}
+
+// TestNoisy_Phases: a warm-up, the quiet phase (its Gets alone, reported
+// as noisy-quiet) and the measured phase; --no-quiet drops the quiet one.
+func TestNoisy_Phases(t *testing.T) {
+	w := noisyWorkload().(*noisyLoad)
+	flagsOf(t, w)
+	labels := func() []string {
+		var out []string
+		for _, p := range w.Phases() {
+			l := p.Label
+			if p.Warmup {
+				l += " warm-up"
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"noisy warm-up", "noisy quiet", "noisy"}, labels())
+	assert.Equal(t, "noisy-quiet", w.Phases()[1].Workload)
+	flagsOf(t, w, "--no-quiet")
+	assert.Equal(t, []string{"noisy warm-up", "noisy"}, labels())
+}
