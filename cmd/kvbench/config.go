@@ -76,13 +76,18 @@ func (c *config) validate(w bench.Workload) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if names := trimAll(c.workload); len(names) > 0 {
+		var ours []string // the names that are not YCSB's
 		for _, name := range names {
 			if strings.HasPrefix(name, "ycsb") {
 				errs = append(errs, ycsbMoved(name))
+			} else {
+				ours = append(ours, name)
 			}
 		}
-		bad("--workload is gone: name the workload as a subcommand, as in \"kvbench %s\" (workloads: %s)",
-			names[0], strings.Join(workloadNames(), ", "))
+		if len(ours) > 0 {
+			bad("--workload is gone: name the workload as a subcommand, one a run, as in \"kvbench %s\" (workloads: %s)",
+				ours[0], strings.Join(workloadNames(), ", "))
+		}
 	}
 	errs = append(errs, c.Config.Validate()...)
 	// The store's knobs: each wrong when its test holds.

@@ -108,6 +108,8 @@ func TestConfig_UsageErrors(t *testing.T) {
 		args []string
 		want []string // substrings of the error
 	}{
+		{"--workload of YCSB's only", []string{"--workload", "ycsb-a"},
+			[]string{`"ycsb-a": kvbench runs no YCSB workload; YCSB A–F run in the go-ycsb runner: cd cmd/kvbench/ycsb && go run . --workloads a,b,c,d,e,f (see its README.md)`}},
 		{"unknown flag", []string{"--nope"}, []string{"unknown flag: --nope"}},
 		{"another workload's flag", []string{"get", "--scanners", "2"}, []string{"unknown flag: --scanners"}},
 		{"bad number", []string{"--keys", "many"}, []string{"--keys"}},
@@ -118,9 +120,9 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"ycsb", []string{"ycsb-a"},
 			[]string{`"ycsb-a": kvbench runs no YCSB workload; YCSB A–F run in the go-ycsb runner: cd cmd/kvbench/ycsb && go run . --workloads a,b,c,d,e,f`}},
 		{"--workload", []string{"--workload", "groups", "--duration", "30s"},
-			[]string{`--workload is gone: name the workload as a subcommand, as in "kvbench groups" (workloads: get, scan, multiget, noisy, cop-scan, cop, groups, groups-steps, soak)`}},
-		{"--workload ycsb", []string{"--workload", "ycsb-e"},
-			[]string{`"ycsb-e": kvbench runs no YCSB workload`, "cd cmd/kvbench/ycsb && go run .", "--workload is gone"}},
+			[]string{`--workload is gone: name the workload as a subcommand, one a run, as in "kvbench groups" (workloads: get, scan, multiget, noisy, cop-scan, cop, groups, groups-steps, soak)`}},
+		{"--workload ycsb", []string{"--workload", "ycsb-e,get"},
+			[]string{`"ycsb-e": kvbench runs no YCSB workload`, "cd cmd/kvbench/ycsb && go run .", `--workload is gone: name the workload as a subcommand, one a run, as in "kvbench get"`}},
 		{"multiget alone", []string{"multiget", "--clients", "1"},
 			[]string{"multiget pairs its clients (a MultiGet and Gets of the same keys): --clients must be at least 2, not 1"}},
 		{"no multiget keys", []string{"multiget", "--multiget-keys", "0"},
@@ -175,6 +177,16 @@ func TestConfig_UsageErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConfig_WorkloadFlagOfYCSBOnly: --workload naming only YCSB
+// workloads points to the go-ycsb runner, and suggests no subcommand.
+func TestConfig_WorkloadFlagOfYCSBOnly(t *testing.T) {
+	_, _, err := parse(t, "--workload", "ycsb-a,ycsb-b")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitStatus(err))
+	assert.Contains(t, err.Error(), `"ycsb-b": kvbench runs no YCSB workload`)
+	assert.NotContains(t, err.Error(), "--workload is gone")
 }
 
 func TestConfig_Admin(t *testing.T) {
