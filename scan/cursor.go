@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -55,10 +56,29 @@ type Reader interface {
 	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
 }
 
-// Cursor reads a Spec from one Pebble iterator, a batch at a time. It is
-// not safe for concurrent use; a Task steps it from one goroutine at a time.
+// Rows is a source of rows other than Pebble for a Cursor (NewCursorOver):
+// another backend's scan of one Spec, already in the Spec's order and
+// within its bounds. It has the method set of kv.Rows, so one backend type
+// serves both.
+type Rows interface {
+	// Next returns the next row: its key and value need stay valid only
+	// until the next call of Next or Close. At the end it returns io.EOF,
+	// or the error that ended the scan.
+	Next() (key, value []byte, err error)
+	// Close ends the scan and frees what it holds.
+	Close() error
+}
+
+// Cursor reads a Spec from one Pebble iterator — or from a backend's Rows
+// — a batch at a time. It is not safe for concurrent use; a Task steps it
+// from one goroutine at a time.
+//
+// The Pebble iterator is a concrete field, not an interface: the embedded
+// store's rows, the hot path, pay no interface call per row. Only a
+// cursor over Rows (it nil) takes the other branch.
 type Cursor struct {
 	it      *pebble.Iterator
+	src     *overRows // set instead of it by NewCursorOver
 	spec    Spec
 	started bool
 	done    bool
@@ -78,6 +98,26 @@ func NewCursor(r Reader, spec Spec) (*Cursor, error) {
 		return nil, fmt.Errorf("open iterator: %w", err)
 	}
 	return &Cursor{it: it, spec: spec, rows: firstBatchRows(spec.Limit)}, nil
+}
+
+// overRows is a cursor's Rows and its current row: behind a pointer, so
+// that a Pebble cursor grows by one word, not five.
+type overRows struct {
+	r    Rows
+	k, v []byte
+	err  error // why r ended, when not io.EOF
+}
+
+// NewCursorOver returns a cursor that reads spec's rows from r, which must
+// already be bounded to spec and ordered as it says (Reverse); the cursor
+// applies Limit and KeysOnly and sizes the batches as for Pebble. It owns
+// r: Close closes it, and so does NewCursorOver when spec is invalid.
+func NewCursorOver(r Rows, spec Spec) (*Cursor, error) {
+	if err := spec.Validate(); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return &Cursor{src: &overRows{r: r}, spec: spec, rows: firstBatchRows(spec.Limit)}, nil
 }
 
 // firstBatchRows is the first batch's size: MinBatchRows, so that a long
@@ -136,22 +176,18 @@ func (c *Cursor) FillUnless(b *Batch, p Preempter) (rows, bytes int64, err error
 	switch {
 	case !c.started:
 		c.started = true
-		if c.spec.Reverse {
-			valid = c.it.Last()
-		} else {
-			valid = c.it.First()
-		}
+		valid = c.move(true)
 	default:
-		valid = c.advance()
+		valid = c.move(false)
 	}
 	for valid {
 		var v []byte
 		if !c.spec.KeysOnly {
-			if v, err = c.it.ValueAndErr(); err != nil {
-				return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("read value of %q: %w", c.it.Key(), err)
+			if v, err = c.value(); err != nil {
+				return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("read value of %q: %w", c.key(), err)
 			}
 		}
-		b.add(c.it.Key(), v)
+		b.add(c.key(), v)
 		if b.Len() == 1 && c.avgRow == 0 && want > 1 && b.Bytes() < MaxBatchBytes {
 			// A scan's first batch: size it from its first row, rather
 			// than let append double the buffer (and copy it) its way up.
@@ -163,9 +199,9 @@ func (c *Cursor) FillUnless(b *Batch, p Preempter) (rows, bytes int64, err error
 		if p != nil && b.Len()%preemptEvery == 0 && p.Preempted() {
 			break
 		}
-		valid = c.advance()
+		valid = c.move(false)
 	}
-	if err := c.it.Error(); err != nil {
+	if err := c.iterErr(); err != nil {
 		return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("iterate: %w", err)
 	}
 	c.emitted += b.Len()
@@ -188,20 +224,78 @@ func sizeFor(b *Batch, rows, row int) {
 	b.grow(max(min(rows*row, MaxBatchBytes+row)-b.Bytes(), 0), max(rows-b.Len(), 0))
 }
 
-func (c *Cursor) advance() bool {
-	if c.spec.Reverse {
+// move moves to the first row in scan order (first) or to the next one.
+func (c *Cursor) move(first bool) bool {
+	switch {
+	case c.it == nil:
+		return c.nextSrc()
+	case c.spec.Reverse && first:
+		return c.it.Last()
+	case c.spec.Reverse:
 		return c.it.Prev()
+	case first:
+		return c.it.First()
+	default:
+		return c.it.Next()
 	}
-	return c.it.Next()
 }
 
-// Close closes the iterator. Idempotent.
-func (c *Cursor) Close() error {
+// nextSrc moves a cursor over Rows to its next row. At the end the row is
+// nil and srcErr says why, unless the end was io.EOF.
+func (c *Cursor) nextSrc() bool {
+	o := c.src
+	if o == nil || o.r == nil { // a closed cursor
+		return false
+	}
+	k, v, err := o.r.Next()
+	ok := err == nil
+	if !ok {
+		k, v = nil, nil
+	}
+	if err != nil && err != io.EOF {
+		o.err = err
+	}
+	o.k, o.v = k, v
+	return ok
+}
+
+func (c *Cursor) key() []byte {
 	if c.it == nil {
+		return c.src.k
+	}
+	return c.it.Key()
+}
+
+func (c *Cursor) value() ([]byte, error) {
+	if c.it == nil {
+		return c.src.v, nil
+	}
+	return c.it.ValueAndErr()
+}
+
+func (c *Cursor) iterErr() error {
+	switch {
+	case c.it != nil:
+		return c.it.Error()
+	case c.src != nil:
+		return c.src.err
+	}
+	return nil
+}
+
+// Close closes the iterator (or the Rows). Idempotent.
+func (c *Cursor) Close() error {
+	var err error
+	switch {
+	case c.it != nil:
+		err = c.it.Close()
+		c.it = nil
+	case c.src != nil && c.src.r != nil:
+		err = c.src.r.Close()
+		c.src.r = nil
+	default:
 		return nil
 	}
-	err := c.it.Close()
-	c.it = nil
 	c.done = true
 	return err
 }
