@@ -86,3 +86,28 @@ func spawnOptions(ctx context.Context, groups *resource.Manager) (readpool.Spawn
 	}
 	return o, nil
 }
+
+// The request context as another backend reads it (package kv/tikv carries
+// it to TiKV's resource control): what the With functions above set.
+
+// ResourceGroupFrom returns the group WithResourceGroup set in ctx; "" when
+// none was set.
+func ResourceGroupFrom(ctx context.Context) string {
+	g, _ := ctx.Value(groupKey).(string)
+	return g
+}
+
+// PriorityFrom returns the priority WithPriority set in ctx, and whether
+// one was set. It may be invalid (resource.Priority.Valid): a backend
+// fails such a request, as the store does.
+func PriorityFrom(ctx context.Context) (resource.Priority, bool) {
+	p, ok := ctx.Value(priorityKey).(resource.Priority)
+	return p, ok
+}
+
+// TaskIDFrom returns the task id WithTaskID set in ctx, and whether one
+// was set.
+func TaskIDFrom(ctx context.Context) (uint64, bool) {
+	id, ok := ctx.Value(taskIDKey).(uint64)
+	return id, ok
+}
