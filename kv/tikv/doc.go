@@ -1,0 +1,86 @@
+// Package tikv is coopkv's kv.Store on a TiKV cluster, through
+// github.com/tikv/client-go/v2: a program written against kv.Store runs
+// unchanged on the embedded store (kv.Open) and here (Open, or New over a
+// client-go store such as its in-process mock cluster). It is a module of
+// its own, so that the embedded library never depends on client-go.
+//
+// # Basics
+//
+// Open connects to PD and fails by its context's deadline when PD cannot
+// be reached. New takes a *tikv.KVStore the caller built and owns it from
+// then on. Close is idempotent; every call after it fails with
+// kv.ErrClosed, and no goroutine of the store or of client-go outlives it.
+//
+// Reads are TiKV snapshot reads: Get, MultiGet (one BatchGet, one request
+// per region) and Scan read at a fresh timestamp from PD, so they see every
+// Write that completed before them; a Scan reads one timestamp from its
+// first row to its last, across regions, forward or reverse. NewSnapshot
+// pins a timestamp. Write runs one optimistic transaction.
+//
+// # What maps one to one
+//
+//   - kv.WithResourceGroup and kv.WithPriority travel on every
+//     request to TiKV (kvrpcpb.Context: the resource group, the override
+//     priority — TiKV's are coopkv's: LOW 1, MEDIUM 8, HIGH 16 — the
+//     command priority), with the request source "coopkv"; kv.WithTaskID
+//     is the reads' task id. An invalid priority fails the call, as
+//     embedded.
+//   - resource.GroupConfig is PD's resource group (Store.ResourceGroups):
+//     RU/s is the RU fill rate — the same RU: a read request 1/8, 64 KiB
+//     read 1, 3 ms of CPU 1 — Burstable an unlimited burst, Priority the
+//     group's priority. TiKV's unified read pool (YATP, with the MLFQ and
+//     the priority queue of resource groups) does on the servers what
+//     coopkv's pool does in process.
+//   - Batches are atomic; snapshots are consistent; empty values are
+//     values; kv's errors (ErrNotFound, ErrClosed, ErrEmptyKey,
+//     ErrInvalidRange, ErrBusy) mean what they mean embedded. kvtest.Run
+//     passes.
+//
+// # What does not map, and what the store does instead
+//
+//   - The coprocessor: TiKV's own speaks TiDB's DAG format, not coopkv's
+//     requests. A coproc.Request runs in a coopkv read pool in this
+//     process — pushdown happens in the client, not on the TiKV servers —
+//     over region-by-region snapshot scans (client-go's scanner, one batch
+//     of rows per request), yielding between batches, scheduled and
+//     charged by its group in that pool, with paging and ResumeFrom exactly
+//     as embedded. Every row crosses the network.
+//   - Keys live under a prefix (Options.Prefix, default "coopkv/"), which
+//     bounds every scan: client-go's reverse scan with no upper bound read
+//     only the first region. Values are stored with one format byte before
+//     them: TiKV refuses empty values.
+//   - Write retries write conflicts itself, up to Options.WriteRetries,
+//     with a new transaction each time: a blind batch reads nothing, so the
+//     last writer wins, as embedded. Write returns once the transaction's
+//     secondary keys are committed too.
+//   - DeleteRange runs in the Write's transaction: the range is read at
+//     the transaction's start and each key deleted, atomically with the
+//     rest of the batch, up to Options.MaxDeleteRangeKeys keys per batch
+//     (default 100,000); past it Write fails with ErrRangeTooLarge and
+//     writes nothing. Unlike a Pebble range tombstone, a key that another
+//     client commits inside the range after the transaction started is not
+//     deleted.
+//   - GC: without TiDB nothing collects old MVCC versions, so the store
+//     advances the GC safe point itself (Options.GCLifetime, default 10
+//     minutes), never past its oldest open snapshot or scan, nor past any
+//     service safe point at PD (it registers its own). A read at a
+//     timestamp older than the safe point fails with ErrSnapshotTooOld.
+//   - A group's RU/s is a share on TiKV, not a cap: TiKV's read pool orders
+//     requests by their group's priority and share, and the hard limit of
+//     a group that is not burstable is enforced, in TiDB, by PD's
+//     client-side resource-group controller, which this store does not run.
+//     The client's coprocessor pool does hold its groups to their RU/s.
+//   - No row cache: TiKV has its own block cache; a Get is a network
+//     round trip.
+//   - Reads other than the coprocessor do not run in a client-side pool:
+//     TiKV's read pool schedules them. ErrBusy comes only from the client's
+//     coprocessor pool; TiKV's ServerIsBusy is retried by client-go.
+//   - Statistics (kv.DB.Stats), checkpoints and the admin handler are the
+//     embedded store's; on TiKV use its own metrics and tools.
+//
+// # Logging
+//
+// client-go logs through pingcap/log, process-wide, at INFO by default.
+// The store sends its warnings and errors to Options.Logger (slog);
+// Options.VerboseClientLogs adds its INFO records.
+package tikv

@@ -1,0 +1,162 @@
+package tikv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	tikverr "github.com/tikv/client-go/v2/error"
+	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
+
+	"github.com/coopkv/coopkv/kv"
+)
+
+// reader serves the reads of the store (ts 0: each read at a fresh
+// timestamp) and of a snapshot (ts: the snapshot's).
+type reader struct {
+	s  *Store
+	ts uint64
+	// open reports whether the view is still open (a snapshot's; nil for
+	// the store's own view).
+	open func() bool
+}
+
+// begin admits a read and returns its timestamp; the caller must call
+// s.leave when the read is done.
+func (r reader) begin(ctx context.Context) (uint64, error) {
+	if err := r.s.enter(); err != nil {
+		return 0, err
+	}
+	if r.open != nil && !r.open() {
+		r.s.leave()
+		return 0, kv.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		r.s.leave()
+		return 0, err
+	}
+	if r.ts != 0 {
+		return r.ts, nil
+	}
+	ts, err := r.s.now(ctx)
+	if err != nil {
+		r.s.leave()
+		return 0, err
+	}
+	return ts, nil
+}
+
+// snapshot is a client-go snapshot at ts, carrying ctx's request
+// settings. One per read: its settings are not safe to change while
+// another read uses it.
+func (r reader) snapshot(ctx context.Context, ts uint64) (*txnsnapshot.KVSnapshot, error) {
+	req, err := requestOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap := r.s.kvs.GetSnapshot(ts)
+	req.snapshot(snap)
+	return snap, nil
+}
+
+// Get reads one key. The caller owns the result.
+func (r reader) Get(ctx context.Context, key []byte) ([]byte, error) {
+	ts, err := r.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.s.leave()
+	if len(key) == 0 {
+		return nil, kv.ErrEmptyKey
+	}
+	snap, err := r.snapshot(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	e, err := snap.Get(ctx, r.s.ks.key(key))
+	if tikverr.IsErrNotFound(err) {
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tikv: get %q: %w", key, storeErr(err))
+	}
+	v, err := decodeValue(key, e.Value)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte{}, v...), nil
+}
+
+// MultiGet reads keys with one BatchGet: values[i] belongs to keys[i],
+// nil when missing.
+func (r reader) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	ts, err := r.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.s.leave()
+	tkeys := make([][]byte, 0, len(keys))
+	seen := make(map[string]struct{}, len(keys))
+	for i, k := range keys {
+		if len(k) == 0 {
+			return nil, fmt.Errorf("tikv: multiget: keys[%d]: %w", i, kv.ErrEmptyKey)
+		}
+		tk := r.s.ks.key(k)
+		if _, dup := seen[string(tk)]; !dup {
+			seen[string(tk)] = struct{}{}
+			tkeys = append(tkeys, tk)
+		}
+	}
+	vals := make([][]byte, len(keys))
+	if len(keys) == 0 {
+		return vals, nil
+	}
+	snap, err := r.snapshot(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	got, err := snap.BatchGet(ctx, tkeys)
+	if err != nil {
+		return nil, fmt.Errorf("tikv: multiget of %d keys: %w", len(keys), storeErr(err))
+	}
+	for i, k := range keys {
+		e, ok := got[string(r.s.ks.key(k))]
+		if !ok {
+			continue
+		}
+		v, err := decodeValue(k, e.Value)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = append([]byte{}, v...) // repeated keys get their own
+	}
+	return vals, nil
+}
+
+// Scan reads [start, end) as kv.Store's Scan does. It never fails at call
+// time: the first Next reads.
+func (r reader) Scan(ctx context.Context, start, end []byte, opts *kv.ScanOptions) *kv.Iterator {
+	var so kv.ScanOptions
+	if opts != nil {
+		so = *opts
+	}
+	rows := &rows{r: r, ctx: ctx, start: start, end: end, reverse: so.Reverse, keysOnly: so.KeysOnly, limit: so.Limit}
+	switch {
+	case so.Limit < 0:
+		rows.err = fmt.Errorf("tikv: scan: %w %d", errNegativeLimit, so.Limit)
+	case start != nil && end != nil && bytes.Compare(start, end) > 0:
+		rows.err = fmt.Errorf("tikv: scan [%q, %q): %w: start after end", start, end, kv.ErrInvalidRange)
+	}
+	return kv.NewIterator(rows, opts)
+}
+
+// scanBatch is the rows a scan asks TiKV for at once: client-go's default
+// (256), or the limit when that is smaller, so that a short scan reads no
+// more than it returns.
+func scanBatch(limit int) int {
+	const def = txnsnapshot.DefaultScanBatchSize
+	if limit > 0 && limit < def {
+		return max(limit, 2) // client-go needs > 1 to skip the first key
+	}
+	return def
+}

@@ -1,0 +1,163 @@
+package tikv
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pingcap/kvproto/pkg/kvrpcpb"
+	"github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/tikvrpc"
+	"github.com/tikv/client-go/v2/tikvrpc/interceptor"
+	"github.com/tikv/client-go/v2/txnkv/transaction"
+	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
+	"github.com/tikv/client-go/v2/txnkv/txnutil"
+	"github.com/tikv/client-go/v2/util/async"
+
+	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/resource"
+)
+
+// RequestSource is the request source every request of a Store names
+// (kvrpcpb.Context.RequestSource, "external_coopkv"), so that TiKV's
+// metrics tell coopkv's traffic apart.
+const RequestSource = "coopkv"
+
+// request is what a context says about the requests made with it, as TiKV
+// takes it: the resource group, the priority (TiKV's resource-control
+// priorities are coopkv's: LOW 1, MEDIUM 8, HIGH 16) and the task id.
+type request struct {
+	group    string
+	priority resource.Priority
+	taskID   uint64
+	// explicit says the context named the priority: it then overrides the
+	// group's (OverridePriority), as kv.WithPriority does embedded.
+	explicit bool
+}
+
+// requestOf reads ctx's request settings; an invalid priority is an error,
+// as it is for the embedded store.
+func requestOf(ctx context.Context) (request, error) {
+	r := request{group: kv.ResourceGroupFrom(ctx), priority: resource.PriorityMedium}
+	if r.group == "" {
+		r.group = resource.DefaultGroup
+	}
+	if p, ok := kv.PriorityFrom(ctx); ok {
+		if !p.Valid() {
+			return r, fmt.Errorf("tikv: %w %d (want resource.PriorityLow, PriorityMedium or PriorityHigh: %d, %d or %d)",
+				errInvalidPriority, int(p), resource.PriorityLow, resource.PriorityMedium, resource.PriorityHigh)
+		}
+		r.priority, r.explicit = p, true
+	}
+	r.taskID, _ = kv.TaskIDFrom(ctx)
+	return r, nil
+}
+
+// commandPri is the request's priority as TiKV's command priority, which
+// orders work inside a store's scheduler and read pool.
+func (r request) commandPri() txnutil.Priority {
+	switch r.priority {
+	case resource.PriorityHigh:
+		return txnutil.PriorityHigh
+	case resource.PriorityLow:
+		return txnutil.PriorityLow
+	}
+	return txnutil.PriorityNormal
+}
+
+// interceptor stamps every RPC with the group and, when the context named
+// one, the override priority: client-go has no setter for the latter, and
+// the stamp also covers the requests it sends on its own behalf (lock
+// resolution, the commit of a transaction's secondaries).
+func (r request) interceptor() interceptor.RPCInterceptor {
+	return interceptor.NewRPCInterceptor("coopkv-request", func(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
+		return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
+			r.stamp(req)
+			return next(target, req)
+		}
+	})
+}
+
+// stamp sets r on req.
+func (r request) stamp(req *tikvrpc.Request) {
+	rc := req.ResourceControlContext
+	if rc == nil {
+		rc = &kvrpcpb.ResourceControlContext{}
+		req.ResourceControlContext = rc
+	}
+	rc.ResourceGroupName = r.group
+	if r.explicit {
+		rc.OverridePriority = uint64(r.priority)
+	}
+	req.Priority = r.commandPri().ToPB()
+}
+
+// stamper wraps the client-go store's client to stamp what the
+// interceptor cannot reach: a transaction commits its secondary keys in
+// the background, under the client-go store's own context, after Commit
+// has returned. Write registers its transaction's start timestamp here
+// until those commits are done (it waits for them), and the stamper sets
+// the Write's request settings on them.
+type stamper struct {
+	tikv.Client
+	mu   sync.Mutex
+	txns map[uint64]request
+}
+
+// track stamps the commits of the transaction started at ts with r until
+// the returned function is called.
+func (c *stamper) track(ts uint64, r request) (untrack func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.txns == nil {
+		c.txns = map[uint64]request{}
+	}
+	c.txns[ts] = r
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.txns, ts)
+	}
+}
+
+func (c *stamper) stampTxn(req *tikvrpc.Request) {
+	if req.Type != tikvrpc.CmdCommit {
+		return
+	}
+	c.mu.Lock()
+	r, ok := c.txns[req.Commit().GetStartVersion()]
+	c.mu.Unlock()
+	if ok {
+		r.stamp(req)
+	}
+}
+
+// SendRequest implements tikv.Client.
+func (c *stamper) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
+	c.stampTxn(req)
+	return c.Client.SendRequest(ctx, addr, req, timeout)
+}
+
+// SendRequestAsync implements tikv.Client.
+func (c *stamper) SendRequestAsync(ctx context.Context, addr string, req *tikvrpc.Request, cb async.Callback[*tikvrpc.Response]) {
+	c.stampTxn(req)
+	c.Client.SendRequestAsync(ctx, addr, req, cb)
+}
+
+// snapshot sets r on a client-go snapshot.
+func (r request) snapshot(s *txnsnapshot.KVSnapshot) {
+	s.SetResourceGroupName(r.group)
+	s.SetPriority(r.commandPri())
+	s.SetTaskID(r.taskID)
+	s.SetRequestSourceType(RequestSource)
+	s.SetRPCInterceptor(r.interceptor())
+}
+
+// txn sets r on a client-go transaction.
+func (r request) txn(t *transaction.KVTxn) {
+	t.SetResourceGroupName(r.group)
+	t.SetPriority(r.commandPri())
+	t.SetRequestSourceType(RequestSource)
+	t.SetRPCInterceptor(r.interceptor())
+}

@@ -1,0 +1,151 @@
+package tikv
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/coopkv/coopkv/kv"
+)
+
+// iterator is a client-go scanner (txnsnapshot's Scanner).
+type iterator interface {
+	Valid() bool
+	Key() []byte
+	Value() []byte
+	Next() error
+	Close()
+}
+
+// rows is a scan of the store's keys in [start, end) at one timestamp,
+// region by region through client-go's scanner. It serves kv.NewIterator
+// (a Scan) and scan.NewCursorOver (a coprocessor range): both read the
+// same method set. It opens its scanner at the first Next, so a Scan never
+// fails at call time; a store's scan takes its timestamp then and holds it
+// against GC until the scan ends.
+type rows struct {
+	r          reader
+	ctx        context.Context
+	start, end []byte
+	reverse    bool
+	keysOnly   bool
+	limit      int
+
+	mu      sync.Mutex // Close may come from another goroutine
+	it      iterator   // nil until the first Next, and after the end
+	release func()     // lets the held timestamp go
+	seen    int
+	err     error // why the scan ended early
+	done    bool
+}
+
+// Next implements kv.Rows and scan.Rows. The key and value alias the
+// scanner's batch: valid until the next call.
+func (w *rows) Next() ([]byte, []byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return nil, nil, w.err
+	}
+	if w.done || (w.limit > 0 && w.seen >= w.limit) {
+		w.finish()
+		return nil, nil, io.EOF
+	}
+	if err := w.r.s.enter(); err != nil {
+		return w.fail(err)
+	}
+	defer w.r.s.leave()
+	if w.r.open != nil && !w.r.open() {
+		return w.fail(kv.ErrClosed)
+	}
+	if err := w.ctx.Err(); err != nil {
+		return w.fail(err)
+	}
+	var err error
+	if w.it == nil {
+		err = w.open()
+	} else {
+		err = w.it.Next()
+	}
+	if err != nil {
+		return w.fail(storeErr(err))
+	}
+	if !w.it.Valid() {
+		w.finish()
+		return nil, nil, io.EOF
+	}
+	k, err := w.r.s.ks.userKey(w.it.Key())
+	if err != nil {
+		return w.fail(err)
+	}
+	var v []byte
+	if !w.keysOnly {
+		if v, err = decodeValue(k, w.it.Value()); err != nil {
+			return w.fail(err)
+		}
+	}
+	w.seen++
+	return k, v, nil
+}
+
+// open takes the scan's timestamp and opens its scanner, which reads the
+// first batch.
+func (w *rows) open() error {
+	ts := w.r.ts
+	if ts == 0 {
+		var err error
+		if ts, err = w.r.s.now(w.ctx); err != nil {
+			return err
+		}
+		w.release = w.r.s.held.add(ts)
+	}
+	snap, err := w.r.snapshot(w.ctx, ts)
+	if err != nil {
+		return err
+	}
+	snap.SetKeyOnly(w.keysOnly)
+	snap.SetScanBatchSize(scanBatch(w.limit))
+	lo, hi := w.r.s.ks.bounds(w.start, w.end)
+	if w.reverse {
+		w.it, err = snap.IterReverse(hi, lo)
+	} else {
+		w.it, err = snap.Iter(lo, hi)
+	}
+	return err
+}
+
+// fail ends the scan with err, worded with its range.
+func (w *rows) fail(err error) ([]byte, []byte, error) {
+	w.err = fmt.Errorf("tikv: scan [%s, %s): %w", bound(w.start, "-inf"), bound(w.end, "+inf"), err)
+	w.finish()
+	return nil, nil, w.err
+}
+
+// finish frees the scanner and the timestamp.
+func (w *rows) finish() {
+	w.done = true
+	if w.it != nil {
+		w.it.Close()
+		w.it = nil
+	}
+	if w.release != nil {
+		w.release()
+		w.release = nil
+	}
+}
+
+// Close implements kv.Rows and scan.Rows.
+func (w *rows) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.finish()
+	return nil
+}
+
+func bound(b []byte, open string) string {
+	if b == nil {
+		return open
+	}
+	return fmt.Sprintf("%q", b)
+}

@@ -1,0 +1,154 @@
+package tikv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	tikverr "github.com/tikv/client-go/v2/error"
+	"github.com/tikv/client-go/v2/txnkv/transaction"
+
+	"github.com/coopkv/coopkv/kv"
+)
+
+// Write applies b as one TiKV transaction: atomically, all or nothing. A
+// write conflict with a concurrent Write (or another client) is retried
+// with a new transaction, up to Options.WriteRetries times: a batch of
+// Sets and Deletes reads nothing, so the retry is blind and the last
+// writer wins, as embedded; a DeleteRange reads its range again on every
+// try. A DeleteRange deletes the range's keys one by one inside the
+// transaction, atomically, up to Options.MaxDeleteRangeKeys keys for the
+// whole batch; past it Write fails with ErrRangeTooLarge and writes
+// nothing. Write fails with ctx.Err() if ctx is done before it starts.
+func (s *Store) Write(ctx context.Context, b *kv.Batch) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ops, err := b.Ops()
+	if err != nil {
+		return fmt.Errorf("tikv: write: %w", err)
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	rq, err := requestOf(ctx)
+	if err != nil {
+		return fmt.Errorf("tikv: write: %w", err)
+	}
+	for try := 1; ; try++ {
+		err := s.writeOnce(ctx, rq, ops)
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) {
+			return fmt.Errorf("tikv: write: %w", storeErr(err))
+		}
+		if try >= s.opts.WriteRetries {
+			return fmt.Errorf("tikv: write: %w after %d tries (%w)", ErrWriteConflict, try, err)
+		}
+		// Back off for a random time under a bound that doubles with
+		// every try (to 128 ms: "full jitter"), so that writers
+		// conflicting on one key stop meeting.
+		t := time.NewTimer(rand.N(time.Millisecond << min(try, 7)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("tikv: write: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// retryable reports whether a transaction failed for a conflict that a new
+// transaction may not meet.
+func retryable(err error) bool {
+	var latch *tikverr.ErrWriteConflictInLatch
+	var retry *tikverr.ErrRetryable
+	return tikverr.IsErrWriteConflict(err) || errors.As(err, &latch) || errors.As(err, &retry)
+}
+
+// writeOnce applies ops in one transaction.
+func (s *Store) writeOnce(ctx context.Context, rq request, ops []kv.BatchOp) (err error) {
+	txn, err := s.kvs.Begin()
+	if err != nil {
+		return err
+	}
+	rq.txn(txn)
+	defer func() {
+		if err != nil && txn.Valid() {
+			_ = txn.Rollback()
+		}
+	}()
+	ranged := 0 // keys deleted by DeleteRanges so far
+	for _, op := range ops {
+		switch op.Kind {
+		case kv.OpSet:
+			err = txn.Set(s.ks.key(op.Key), encodeValue(op.Value))
+		case kv.OpDelete:
+			err = txn.Delete(s.ks.key(op.Key))
+		case kv.OpDeleteRange:
+			err = s.deleteRange(txn, op.Key, op.Value, &ranged)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// Wait for the commits client-go sends in the background (the
+	// secondary keys'): until they are done the keys hold locks that the
+	// next reader must resolve, and they are stamped with rq only while
+	// tracked.
+	var bg sync.WaitGroup
+	txn.SetBackgroundGoroutineLifecycleHooks(transaction.LifecycleHooks{Pre: func() { bg.Add(1) }, Post: bg.Done})
+	defer s.client.track(txn.StartTS(), rq)()
+	if err = txn.Commit(ctx); err != nil {
+		// A background commit that failed to start never calls Post:
+		// waiting could last for ever.
+		return err
+	}
+	bg.Wait()
+	return nil
+}
+
+// deleteRange deletes every key in [start, end) that txn sees — those it
+// has written itself included — counting them against the batch's bound.
+func (s *Store) deleteRange(txn *transaction.KVTxn, start, end []byte, ranged *int) error {
+	if len(start) == 0 {
+		start = nil
+	}
+	lo, hi := s.ks.bounds(start, end)
+	txn.GetSnapshot().SetKeyOnly(true)
+	defer txn.GetSnapshot().SetKeyOnly(false)
+	it, err := txn.Iter(lo, hi)
+	if err != nil {
+		return err
+	}
+	var keys [][]byte
+	for ; it.Valid(); err = it.Next() {
+		if err != nil {
+			break
+		}
+		if *ranged++; *ranged > s.opts.MaxDeleteRangeKeys {
+			it.Close()
+			return fmt.Errorf("%w: [%s, %s) holds more than %d keys with the batch's other ranges (Options.MaxDeleteRangeKeys); nothing was written",
+				ErrRangeTooLarge, bound(start, "-inf"), bound(end, "+inf"), s.opts.MaxDeleteRangeKeys)
+		}
+		keys = append(keys, append([]byte(nil), it.Key()...))
+	}
+	it.Close()
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := txn.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
