@@ -1,6 +1,7 @@
 package tikv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,6 +79,7 @@ func (o *Options) ensureDefaults() {
 	if o.Prefix == nil {
 		o.Prefix = []byte(DefaultPrefix)
 	}
+	o.Prefix = bytes.Clone(o.Prefix) // the caller may reuse its slice
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

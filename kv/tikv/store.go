@@ -224,7 +224,9 @@ func (s *Store) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 // Scan reads the keys in [start, end) — nil start is the first key of the
 // store, nil end past its last — at one timestamp, taken at the first
 // Next, across regions, ascending or (opts.Reverse) descending. Every scan
-// has finite bounds on TiKV: the store's prefix bounds the open ends.
+// has finite bounds on TiKV: the store's prefix bounds the open ends. A
+// scan holds its timestamp against GC until it ends or is closed: close
+// what you do not read to the end.
 func (s *Store) Scan(ctx context.Context, start, end []byte, opts *kv.ScanOptions) *kv.Iterator {
 	return reader{s: s}.Scan(ctx, start, end, opts)
 }
