@@ -201,5 +201,8 @@ func TestPacedGets_AStallAtThePhasesEndShows(t *testing.T) {
 	assert.Greater(t, early.max, 100*time.Millisecond, "a stall in the phase shows")
 	assert.Greater(t, late.max, 50*time.Millisecond, "so does one that runs past its end")
 	assert.Greater(t, late.overdue, int64(30), "the Gets due during the stall are overdue")
-	assert.LessOrEqual(t, early.overdue, int64(2), "early: at most the Get due as the phase ended")
+	// Early, the client has 200 ms to catch up: at most the few Gets due
+	// as the phase ended (a handful on a loaded machine, where it saw 6),
+	// far from the hundred of a stall across the end.
+	assert.LessOrEqual(t, early.overdue, int64(15), "early: at most the Gets due as the phase ended")
 }
