@@ -114,23 +114,8 @@ cmd/kvbench/ycsb, runs them against coopkv and its peers
 	def.Flags(cmd.Flags())
 	cmd.SetFlagErrorFunc(flagError)
 	for _, w := range workloads {
-		sub := &cobra.Command{
-			Use:   w.Name() + " [flags]",
-			Short: w.Short(),
-			Long:  w.Long(),
-			Args: func(_ *cobra.Command, args []string) error {
-				if len(args) > 0 {
-					return usageError{fmt.Errorf("unexpected argument %q (kvbench %s takes only flags)", args[0], w.Name())}
-				}
-				return nil
-			},
-			SilenceUsage:  true,
-			SilenceErrors: true,
-			RunE:          func(c *cobra.Command, _ []string) error { return start(c, cfg, w, run) },
-		}
-		w.Flags(sub.Flags())
-		sub.SetFlagErrorFunc(flagError)
-		cmd.AddCommand(sub)
+		cmd.AddCommand(bench.Command(w, func(c *cobra.Command, w bench.Workload) error { return start(c, cfg, w, run) },
+			func(err error) error { return usageError{err} }))
 	}
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	return cmd

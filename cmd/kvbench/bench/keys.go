@@ -65,3 +65,8 @@ func newKeySpace(loaded int64) *keySpace { return &keySpace{n: loaded} }
 
 // count returns how many keys, from 0, exist.
 func (ks *keySpace) count() int64 { return ks.n }
+
+// Key returns the key of number n (0 ≤ n < 10^12) that the load writes
+// (--keys loads 0 … --keys-1), for a binary that lays out its store by
+// them: kvbench-tikv splits its mock cluster's regions at some.
+func Key(n int64) []byte { return appendKey(nil, n) }
