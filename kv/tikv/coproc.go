@@ -12,8 +12,10 @@ import (
 // Coprocessor runs req in the client's read pool — TiKV's own coprocessor
 // speaks TiDB's DAG format, not coopkv's requests, so the pushdown happens
 // here, in this process, not on the TiKV servers. It reads one snapshot
-// (a timestamp) region by region through client-go's scanner, yields
-// between batches as the embedded store's does, is scheduled and charged
+// (a timestamp), each range split at region boundaries and up to
+// Options.CoprocessorConcurrency regions read ahead at once, consumed in
+// key order so the rows are a sequential read's; it yields between
+// batches as the embedded store's does, is scheduled and charged
 // by its group and priority in the pool, and pages and resumes
 // (coproc.Request.ResumeFrom) exactly as embedded: the same coproc.Task
 // runs it.
@@ -40,7 +42,12 @@ func (r reader) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.R
 		release = r.s.held.add(ts)
 	}
 	view := reader{s: r.s, ts: ts, open: r.open}
+	par := r.s.opts.CoprocessorConcurrency
 	open := func(spec scan.Spec) (*scan.Cursor, error) {
+		if par > 1 {
+			w := &regionRows{r: view, ctx: ctx, start: spec.Start, end: spec.End, reverse: spec.Reverse, keysOnly: spec.KeysOnly, limit: spec.Limit, par: par}
+			return scan.NewCursorOver(w, spec)
+		}
 		w := &rows{r: view, ctx: ctx, start: spec.Start, end: spec.End, reverse: spec.Reverse, keysOnly: spec.KeysOnly, limit: spec.Limit}
 		return scan.NewCursorOver(w, spec)
 	}

@@ -41,10 +41,16 @@
 //   - The coprocessor: TiKV's own speaks TiDB's DAG format, not coopkv's
 //     requests. A coproc.Request runs in a coopkv read pool in this
 //     process — pushdown happens in the client, not on the TiKV servers —
-//     over region-by-region snapshot scans (client-go's scanner, one batch
-//     of rows per request), yielding between batches, scheduled and
-//     charged by its group in that pool, with paging and ResumeFrom exactly
-//     as embedded. Every row crosses the network.
+//     over region-parallel snapshot scans: each range is split at region
+//     boundaries and up to Options.CoprocessorConcurrency regions (default
+//     4) are read ahead at once, each by its own scanner at the request's
+//     timestamp into a buffer of one batch (256 rows), and consumed in key
+//     order, so the rows, limits, pages and errors are those of a
+//     sequential read. It yields between batches, is scheduled and
+//     charged by its group in that pool, and pages and resumes exactly as
+//     embedded. Every row crosses the network. A plain Scan stays
+//     sequential, region by region through one scanner: its caller reads
+//     row by row, and may stop at any row.
 //   - Keys live under a prefix (Options.Prefix, default "coopkv/"), which
 //     bounds every scan: client-go's reverse scan with no upper bound read
 //     only the first region. Values are stored with one format byte before

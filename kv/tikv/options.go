@@ -29,6 +29,9 @@ const (
 	// DefaultWriteRetries is how many times Write tries a transaction that
 	// met a write conflict.
 	DefaultWriteRetries = 10
+	// DefaultCoprocessorConcurrency is how many regions of a coprocessor
+	// range are read at once.
+	DefaultCoprocessorConcurrency = 4
 )
 
 // Options configures a Store. Nil options and zero fields mean the
@@ -73,6 +76,12 @@ type Options struct {
 	// TimeSlice is the wall time a coprocessor step may run before it
 	// yields; 0 = 1 ms.
 	TimeSlice time.Duration
+	// CoprocessorConcurrency is how many regions of a coprocessor range
+	// are read ahead at once, each into a buffer of at most one scan
+	// batch (256 rows), consumed in key order: memory is bounded by
+	// CoprocessorConcurrency batches per range being read. 1 reads region
+	// after region through one scanner; 0 = DefaultCoprocessorConcurrency.
+	CoprocessorConcurrency int
 }
 
 func (o *Options) ensureDefaults() {
@@ -94,6 +103,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.WriteRetries == 0 {
 		o.WriteRetries = DefaultWriteRetries
+	}
+	if o.CoprocessorConcurrency == 0 {
+		o.CoprocessorConcurrency = DefaultCoprocessorConcurrency
 	}
 }
 
@@ -120,6 +132,7 @@ func (o *Options) validate() error {
 		{"Workers", o.Workers, o.Workers < 0},
 		{"MaxTasks", o.MaxTasks, o.MaxTasks < 0},
 		{"TimeSlice", o.TimeSlice, o.TimeSlice < 0},
+		{"CoprocessorConcurrency", o.CoprocessorConcurrency, o.CoprocessorConcurrency < 0},
 	} {
 		if f.neg {
 			bad("%s %v is negative", f.name, f.value)

@@ -20,8 +20,9 @@ type iterator interface {
 
 // rows is a scan of the store's keys in [start, end) at one timestamp,
 // region by region through client-go's scanner. It serves kv.NewIterator
-// (a Scan) and scan.NewCursorOver (a coprocessor range): both read the
-// same method set. It opens its scanner at the first Next, so a Scan never
+// (a Scan) and scan.NewCursorOver (a coprocessor range when
+// Options.CoprocessorConcurrency is 1; regionRows reads one otherwise):
+// both read the same method set. It opens its scanner at the first Next, so a Scan never
 // fails at call time; a store's scan takes its timestamp then and holds it
 // against GC until the scan ends.
 type rows struct {
@@ -117,7 +118,7 @@ func (w *rows) open() error {
 
 // fail ends the scan with err, worded with its range.
 func (w *rows) fail(err error) ([]byte, []byte, error) {
-	w.err = fmt.Errorf("tikv: scan [%s, %s): %w", bound(w.start, "-inf"), bound(w.end, "+inf"), err)
+	w.err = scanErr(w.start, w.end, err)
 	w.finish()
 	return nil, nil, w.err
 }
@@ -141,6 +142,11 @@ func (w *rows) Close() error {
 	defer w.mu.Unlock()
 	w.finish()
 	return nil
+}
+
+// scanErr is the error of a scan of [start, end).
+func scanErr(start, end []byte, err error) error {
+	return fmt.Errorf("tikv: scan [%s, %s): %w", bound(start, "-inf"), bound(end, "+inf"), err)
 }
 
 func bound(b []byte, open string) string {
