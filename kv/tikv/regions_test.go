@@ -50,7 +50,7 @@ func (h *scanHook) SendRequest(ctx context.Context, addr string, req *tikvrpc.Re
 // openHooked returns a Store on a fresh mock cluster (split at splitKeys)
 // whose requests go through h, filled with rows in six regions: a000…
 // a019, k000…k299 (three regions), sale/000…sale/099 (two), zz000…zz019.
-func openHooked(t *testing.T, h *scanHook) *Store {
+func openHooked(t testing.TB, h *scanHook) *Store {
 	t.Helper()
 	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
 	require.NoError(t, err)
@@ -255,4 +255,26 @@ func TestCoprocessor_EarlyCloseAndCancelEndEveryReader(t *testing.T) {
 		assert.ErrorIs(t, err, kv.ErrClosed)
 	}
 	goleak.VerifyNone(t, ignore...)
+}
+
+// BenchmarkCoprocessor_RegionConcurrency counts the rows of six regions,
+// reading one region at a time and four, with no delay (the in-process
+// mock: what the readers cost) and with a round trip of 2 ms injected in
+// every scan RPC (a network's, which the mock lacks).
+func BenchmarkCoprocessor_RegionConcurrency(b *testing.B) {
+	for _, rtt := range []time.Duration{0, 2 * time.Millisecond} {
+		h := &scanHook{delay: rtt}
+		s := openHooked(b, h)
+		req := &coproc.Request{Ranges: []coproc.KeyRange{{}}, Aggs: []coproc.Agg{{Func: "count", As: "n"}}}
+		for _, par := range []int{1, 4} {
+			b.Run(fmt.Sprintf("rtt=%v/concurrency=%d", rtt, par), func(b *testing.B) {
+				s.opts.CoprocessorConcurrency = par
+				for b.Loop() {
+					if _, err := s.Coprocessor(context.Background(), req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
