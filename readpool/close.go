@@ -43,8 +43,12 @@ func (p *Pool) Close() error {
 		signal(w)
 	}
 	spares := p.wakeSparesForCloseLocked()
+	idle := p.wakeIdleExtrasForCloseLocked()
 	p.mu.Unlock()
 	for _, w := range spares {
+		signal(w)
+	}
+	for _, w := range idle {
 		signal(w)
 	}
 

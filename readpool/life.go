@@ -24,8 +24,12 @@ func (p *Pool) pushLocked(h *Handle, now time.Duration, unpark bool) *worker {
 	if w := p.slots.unparkOneLocked(); w != nil {
 		return w
 	}
-	// Every worker is busy or lent: urgent work goes to a spare.
-	return p.wakeSpareLocked()
+	// Every worker is busy or lent: urgent work goes to a spare, and any
+	// work to an extra while a step is blocked off the CPU (blocking.go).
+	if w := p.wakeSpareLocked(); w != nil {
+		return w
+	}
+	return p.extraLocked()
 }
 
 // popLocked pops the next ready task and takes it to POLLING; it counts
@@ -79,7 +83,9 @@ func (p *Pool) heldReady() {
 	p.mu.Lock()
 	var w *worker
 	if !p.closed {
-		w = p.slots.unparkOneLocked()
+		if w = p.slots.unparkOneLocked(); w == nil {
+			w = p.extraLocked()
+		}
 	}
 	p.held.fired(p.now(), w != nil)
 	p.mu.Unlock()

@@ -21,8 +21,9 @@ import (
 // it stale — lowers stuck, once.
 //
 // Extra workers are the pool's (Pool.startExtrasLocked, Pool.work); the
-// monitor decides how many there should be: one per stuck step while
-// tasks are ready, at most one per worker, and none once no step is stuck.
+// monitor counts the stuck steps, and the pool's extraRule (blocking.go)
+// allows one extra per stuck step while tasks are ready, at most one per
+// worker, and none once no step is stuck (nor blocked off the CPU).
 
 // monitor watches the workers' slots for steps longer than longStep. Its
 // checks take the time as an argument; its loop (run) reads the clock and
@@ -132,20 +133,6 @@ func (m *monitor) anyRunning() bool {
 	return false
 }
 
-// extrasToStart is how many extra workers to start beside the extras
-// already running, of a pool of workers workers, while ready tasks wait
-// (or not): one per stuck step, at most workers in all.
-func (m *monitor) extrasToStart(extras, workers int, ready bool) int {
-	if !ready {
-		return 0
-	}
-	return max(0, int(min(m.stuck.Load(), int64(workers)))-extras)
-}
-
-// tooManyExtras reports whether, with extras running, one should retire:
-// there are more of them than stuck steps.
-func (m *monitor) tooManyExtras(extras int) bool { return int64(extras) > m.stuck.Load() }
-
 // run is the monitor's loop, until quit closes: a check every quarter of
 // longStep (at least 100 µs), and a sleep while no step runs.
 func (m *monitor) run() {
@@ -179,18 +166,11 @@ func (m *monitor) run() {
 	}
 }
 
-// startExtrasLocked starts the extra workers the monitor asks for, under
-// p.mu.
+// startExtrasLocked readies the extra workers the rule allows for the stuck
+// steps (blocking.go), under p.mu.
 func (p *Pool) startExtrasLocked() {
 	ready := !p.closed && p.q.Len() > 0
-	for range p.mon.extrasToStart(p.extras, len(p.slots.workers), ready) {
-		p.extras++
-		w := &worker{wake: make(chan struct{}, 1), extra: true}
-		if p.extraWorkers == nil {
-			p.extraWorkers = map[*worker]struct{}{}
-		}
-		p.extraWorkers[w] = struct{}{}
-		p.wg.Add(1)
-		go p.work(w)
+	for range p.rule.toStart(p.extras, p.mon.stuck.Load(), p.blocked.Load(), ready) {
+		signal(p.extraLocked()) // an idle extra's token channel is empty: no wait under the lock
 	}
 }

@@ -104,31 +104,34 @@ func TestMonitor_WatchesEverySlotOfEveryWorker(t *testing.T) {
 
 func TestMonitor_ExtrasOnlyWhileStuck(t *testing.T) {
 	m, slots := newTestMonitor(2)
-	assert.Zero(t, m.extrasToStart(0, 2, true), "nothing stuck: no extra")
-	assert.False(t, m.tooManyExtras(0))
-	assert.True(t, m.tooManyExtras(1), "nothing stuck: an extra retires")
+	r := extraRule{workers: 2, maxExtras: 100}
+	toStart := func(extras int, ready bool) int { return r.toStart(extras, m.stuck.Load(), 0, ready) }
+	tooMany := func(extras int) bool { return r.tooMany(extras, m.stuck.Load(), 0) }
+	assert.Zero(t, toStart(0, true), "nothing stuck: no extra")
+	assert.False(t, tooMany(0))
+	assert.True(t, tooMany(1), "nothing stuck: an extra retires")
 
 	m.stepStarted(slots[0], 0)
 	m.check(testLongStep)
 	require.EqualValues(t, 1, m.stuck.Load())
-	assert.Equal(t, 1, m.extrasToStart(0, 2, true), "one per stuck step")
-	assert.Zero(t, m.extrasToStart(0, 2, false), "nothing ready: no extra")
-	assert.Zero(t, m.extrasToStart(1, 2, true), "one runs already")
-	assert.False(t, m.tooManyExtras(1))
+	assert.Equal(t, 1, toStart(0, true), "one per stuck step")
+	assert.Zero(t, toStart(0, false), "nothing ready: no extra")
+	assert.Zero(t, toStart(1, true), "one runs already")
+	assert.False(t, tooMany(1))
 
 	for _, s := range slots[1:] {
 		m.stepStarted(s, 0)
 	}
 	m.check(testLongStep)
 	require.EqualValues(t, 4, m.stuck.Load())
-	assert.Equal(t, 2, m.extrasToStart(0, 2, true), "at most one per worker")
-	assert.Equal(t, 1, m.extrasToStart(1, 2, true))
+	assert.Equal(t, 2, toStart(0, true), "at most one per worker")
+	assert.Equal(t, 1, toStart(1, true))
 
 	for _, s := range slots {
 		m.stepEnded(s)
 	}
-	assert.Zero(t, m.extrasToStart(0, 2, true), "no longer stuck")
-	assert.True(t, m.tooManyExtras(1), "the extra retires")
+	assert.Zero(t, toStart(0, true), "no longer stuck")
+	assert.True(t, tooMany(1), "the extra retires")
 }
 
 func TestMonitor_PokeWakesOnlyASleepingMonitor(t *testing.T) {

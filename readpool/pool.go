@@ -12,8 +12,19 @@ import (
 // Options configures a Pool. The zero value is valid: every zero field takes
 // its documented default.
 type Options struct {
-	// Workers is the number of pool workers; 0 = runtime.GOMAXPROCS(0).
+	// Workers is the number of steps that may run on the CPU at once, one
+	// per pool worker; 0 = runtime.GOMAXPROCS(0). A step blocked off the
+	// CPU (Pool.EnterBlocking: a read from a slow disk) does not count
+	// against it: another ready task runs meanwhile, on an extra worker.
 	Workers int
+	// MaxWorkers bounds the goroutines that step tasks at once — workers,
+	// spares and extras (those standing in for steps blocked off the CPU
+	// or stuck on it); 0 = 64 × Workers: on a disk of 1 ms a read, 64 reads
+	// in flight per core, as many as a goroutine per request would keep
+	// there under a load of a few dozen clients, while memory stays bounded
+	// (a goroutine's stack each). At least Workers (raised to it); equal to
+	// it, no step runs beside a blocked or stuck one.
+	MaxWorkers int
 	// MaxTasks is how many tasks may be queued or running before Spawn
 	// fails with ErrBusy; 0 = Workers × 2000 (TiKV's default per worker).
 	// Pending tasks do not count (tikv #18491), nor do first steps running
@@ -99,6 +110,11 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxTasks == 0 {
 		o.MaxTasks = o.Workers * 2000
 	}
+	if o.MaxWorkers == 0 {
+		o.MaxWorkers = 64 * o.Workers
+	}
+	// Workers taken from GOMAXPROCS may exceed an explicit MaxWorkers.
+	o.MaxWorkers = max(o.MaxWorkers, o.Workers)
 	if o.TimeSlice == 0 {
 		o.TimeSlice = time.Millisecond
 	}
@@ -132,6 +148,11 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxTasks < 0 {
 		errs = append(errs, fmt.Errorf("readpool: MaxTasks %d is negative", o.MaxTasks))
+	}
+	if o.MaxWorkers < 0 {
+		errs = append(errs, fmt.Errorf("readpool: MaxWorkers %d is negative", o.MaxWorkers))
+	} else if o.MaxWorkers != 0 && o.MaxWorkers < max(o.Workers, 1) {
+		errs = append(errs, fmt.Errorf("readpool: MaxWorkers %d is below Workers %d", o.MaxWorkers, max(o.Workers, 1)))
 	}
 	if o.TimeSlice < 0 {
 		errs = append(errs, fmt.Errorf("readpool: TimeSlice %v is negative", o.TimeSlice))
@@ -192,7 +213,9 @@ type SpawnOptions struct {
 //   - monitor (monitor.go): steps longer than LongStep, and how many extra
 //     workers stand in for them;
 //   - heldTimer (heldtimer.go): the timer that wakes a worker when a task
-//     the queue holds back is due.
+//     the queue holds back is due;
+//   - extraRule (blocking.go): how many extra workers may step beside the
+//     workers while steps are blocked off the CPU or stuck on it.
 //
 // The pool holds the lock they share (mu) and the rest: spawning
 // (spawn.go, bypass.go), a task's life in and out of the queue and the
@@ -212,7 +235,11 @@ type Pool struct {
 	waiting  Handle // sentinel of the list of WAITING tasks
 	waitingN int
 	running  int // tasks taken from the queue (or adopted after an inline step) whose step has not been filed
-	extras   int
+	// extras counts the extra workers awake (blocking.go); extraIdle are
+	// the others, asleep, LIFO.
+	extras    int
+	extraIdle []*worker
+	rule      extraRule
 	// spares are the spare workers (see spare.go); spareParked those of
 	// them asleep, LIFO.
 	spares      []*worker
@@ -241,6 +268,9 @@ type Pool struct {
 	wakes        atomic.Int64
 	preempted    atomic.Int64 // steps cut short for more urgent work
 	bypassed     atomic.Int64 // reads served by Bypass, without a task
+	// blocked counts the goroutines blocked off the CPU between
+	// EnterBlocking and ExitBlocking (blocking.go).
+	blocked atomic.Int64
 	// longLive counts the accepted, not yet completed tasks that are not
 	// point reads (SpawnOptions.Short): scans, coprocessor requests.
 	longLive atomic.Int64
@@ -301,6 +331,7 @@ func New(opts Options) (*Pool, error) {
 		go p.work(w)
 	}
 	p.startSpares()
+	p.rule = newExtraRule(&p.opts, len(p.spares))
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()

@@ -11,7 +11,15 @@ type Stats struct {
 	Workers int `json:"workers"`
 	Busy    int `json:"busy"`   // slots running a step (inline steps included)
 	Parked  int `json:"parked"` // workers asleep with a free slot
-	Extra   int `json:"extra"`  // temporary workers standing in for stuck ones
+	// Extra counts the temporary workers awake beside the workers, standing
+	// in for steps stuck on the CPU or blocked off it (MaxWorkers bounds
+	// them all, see Options.MaxWorkers).
+	Extra      int `json:"extra"`
+	MaxWorkers int `json:"max_workers"`
+	// Blocked counts the goroutines blocked off the CPU now, between
+	// Pool.EnterBlocking and ExitBlocking: steps waiting on a slow disk
+	// (and Pebble's background reads, which the pool cannot tell apart).
+	Blocked int64 `json:"blocked"`
 	// Spares are the spare workers, which step urgent work while every
 	// worker is busy (Options.Spares).
 	Spares int `json:"spares"`
@@ -95,7 +103,7 @@ func summary(h *hist.Histogram) DurationSummary {
 // taken under load may be off by the tasks that moved while it was taken.
 func (p *Pool) Stats() Stats {
 	var agg workerStats
-	s := Stats{Workers: len(p.slots.workers)}
+	s := Stats{Workers: len(p.slots.workers), MaxWorkers: p.opts.MaxWorkers, Blocked: p.blocked.Load()}
 	for _, w := range p.slots.workers {
 		for _, sl := range []*slot{&w.own, &w.lent} {
 			agg.add(&sl.stats)

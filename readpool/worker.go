@@ -66,8 +66,9 @@ const spinBeforePark = 4
 // work is a worker's loop: file the last steps' tasks and pop the next
 // under one lock (with a batch for the local queue when the queue is a
 // Batcher), step them, cooperate with Go's scheduler, steal or park when
-// there is nothing to do. An extra worker exits instead of parking, and as
-// soon as there are more extras than stuck steps.
+// there is nothing to do. An extra worker goes idle instead of parking, and
+// as soon as there are more extras than the rule allows (blocking.go); it
+// exits at Close.
 func (p *Pool) work(w *worker) {
 	defer p.wg.Done()
 	s := &w.own
@@ -93,9 +94,13 @@ func (p *Pool) work(w *worker) {
 		}
 		var h *Handle
 		if w.local.len() == 0 {
-			if len(stops) == 0 && w.extra && (p.closed || p.mon.tooManyExtras(p.extras)) {
-				p.retireLocked(w)
-				return
+			if len(stops) == 0 && w.extra && p.extraTooManyLocked() {
+				if !p.idleExtraLocked(w) {
+					return
+				}
+				s.lastGosched = p.now()
+				now = s.lastGosched
+				continue
 			}
 			var stop error
 			h, stop = p.popLocked(now)
@@ -108,12 +113,15 @@ func (p *Pool) work(w *worker) {
 			case p.stealLocked(w):
 			case len(stops) > 0:
 				// End them first: parking could wait long.
-			case p.closed || w.extra:
-				if w.extra {
-					p.retireLocked(w)
-				} else {
-					p.mu.Unlock()
+			case w.extra:
+				if !p.idleExtraLocked(w) {
+					return
 				}
+				s.lastGosched = p.now()
+				now = s.lastGosched
+				continue
+			case p.closed:
+				p.mu.Unlock()
 				return
 			default:
 				if ho.park() {
@@ -226,8 +234,8 @@ func (p *Pool) park(w *worker) {
 	<-w.wake
 }
 
-// retireLocked ends an extra worker (or is a no-op accounting for others);
-// it releases p.mu. Work left in the queue goes to a parked worker.
+// retireLocked ends an extra worker at Close; it releases p.mu. Work left
+// in the queue goes to a parked worker.
 func (p *Pool) retireLocked(w *worker) {
 	p.extras--
 	p.retired.add(&w.own.stats)
