@@ -57,6 +57,9 @@ type DB struct {
 	// disk is what the store's filesystem has seen of the disk: a failure
 	// or a full disk refuses writes (see disk.go).
 	disk *diskHealth
+	// reads watches the table reads, and tells the pool of slow ones
+	// (diskreads.go).
+	reads *diskReads
 
 	// snapshots are the open snapshots, which Close closes; nil once Close
 	// has taken them.
@@ -132,7 +135,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, events.DiskSlow)
 		closers = append(closers, fsCloser)
 	}
-	po.FS = &diskFS{FS: po.FS, h: disk, dir: filepath.Clean(dir), os: o.FS == nil && !o.InMemory}
+	reads := newDiskReads()
+	po.FS = &diskFS{FS: po.FS, h: disk, dir: filepath.Clean(dir), os: o.FS == nil && !o.InMemory, reads: reads}
 	tunePebble(po, o.CacheSize)
 	// Open checks the tables itself (checkTableFiles): Pebble's check
 	// fails with an error that says neither ErrCorrupt nor anything a
@@ -164,7 +168,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	} else {
 		var pdb *pebble.DB
 		if pdb, err = pebble.Open(dir, po); err == nil {
-			return finishOpen(dir, o, po, pdb, disk, closers)
+			return finishOpen(dir, o, po, pdb, disk, reads, closers)
 		}
 		if isNotExist(err) {
 			// The store is there (Peek found it): a file it lists is not.
@@ -189,12 +193,12 @@ func lockErr(err error) error {
 }
 
 // finishOpen builds the store around an open Pebble.
-func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk *diskHealth, closers []io.Closer) (*DB, error) {
+func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk *diskHealth, reads *diskReads, closers []io.Closer) (*DB, error) {
 	var err error
 	// Check reads table files with the options Pebble runs with.
 	po = po.Clone()
 	po.EnsureDefaults()
-	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*Snapshot]struct{}{}, closers: closers, disk: disk, groups: resource.NewManager(), closeDone: make(chan struct{})}
+	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*Snapshot]struct{}{}, closers: closers, disk: disk, reads: reads, groups: resource.NewManager(), closeDone: make(chan struct{})}
 	if err := db.checkTableFiles(); err != nil {
 		db.closeStorage()
 		return nil, fmt.Errorf("kv: open %s: %w", dir, err)
@@ -209,7 +213,7 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 		}
 	}
 	if o.Scheduler != SchedulerDirect {
-		po := readpool.Options{Workers: o.Workers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice, Spares: o.spares}
+		po := readpool.Options{Workers: o.Workers, MaxWorkers: o.MaxWorkers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice, Spares: o.spares}
 		switch o.Scheduler {
 		case SchedulerFIFO:
 			po.Queue = readpool.NewFIFO()
@@ -226,6 +230,7 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 			db.closeStorage()
 			return nil, fmt.Errorf("kv: open %s: %w", dir, err)
 		}
+		reads.pool.Store(db.pool) // slow table reads tell it from now on
 	}
 	return db, nil
 }

@@ -207,6 +207,8 @@ type diskFS struct {
 	// os says FS is the operating system's: its locks are the process's
 	// (see Lock).
 	os bool
+	// reads watches the table reads (diskreads.go).
+	reads *diskReads
 }
 
 // osLocks are the lock files this process holds through the OS

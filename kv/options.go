@@ -85,8 +85,23 @@ type Options struct {
 	// s, the time it keeps a failed compaction's span off limits. Stats and
 	// /metrics say both.
 	NoSync bool
-	// Workers is the number of read-pool workers; 0 = runtime.GOMAXPROCS(0).
+	// Workers is the number of read-pool workers that may run on the CPU
+	// at once; 0 = runtime.GOMAXPROCS(0). The pool bounds the CPU, not the
+	// reads in flight: a read that waits on a slow disk (its table reads'
+	// moving average at 30 µs or more, far above the page cache's) does
+	// not count against it, and another ready read runs meanwhile, up to
+	// MaxWorkers in all — as Go's runtime gives a P away from a thread
+	// blocked in a system call. Counted as running, a read blocked in a
+	// pread held its worker: on a disk of 1 ms a read the pool served a
+	// tenth of the Gets a goroutine per request did (README, Benchmarks).
 	Workers int
+	// MaxWorkers bounds the reads the pool runs at once, those waiting on
+	// the disk included; 0 = 64 × Workers (readpool.Options.MaxWorkers):
+	// on a disk of 1 ms a read, as many reads in flight as a goroutine per
+	// request would keep under a load of a few dozen clients, each costing
+	// a goroutine's stack. Equal to Workers, a read waiting on the disk
+	// holds its worker.
+	MaxWorkers int
 	// MaxTasks is how many reads may be queued or running before reads
 	// fail with ErrBusy; 0 = Workers × 2000. Up to Workers Gets more may
 	// run their first step on their callers' goroutines meanwhile
@@ -145,9 +160,9 @@ func (o *Options) ensureDefaults() {
 		o.RowCacheSize = defaultRowCacheSize
 	}
 	// The pool's fields take the pool's defaults.
-	po := readpool.Options{Workers: o.Workers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice}
+	po := readpool.Options{Workers: o.Workers, MaxWorkers: o.MaxWorkers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice}
 	po.EnsureDefaults()
-	o.Workers, o.MaxTasks, o.TimeSlice = po.Workers, po.MaxTasks, po.TimeSlice
+	o.Workers, o.MaxWorkers, o.MaxTasks, o.TimeSlice = po.Workers, po.MaxWorkers, po.MaxTasks, po.TimeSlice
 	if o.Scheduler == "" {
 		o.Scheduler = SchedulerMLFQ
 		if o.ResourceControl {
@@ -175,6 +190,11 @@ func (o *Options) validate() error {
 	}
 	if o.MaxTasks < 0 {
 		errs = append(errs, fmt.Errorf("kv: MaxTasks %d is negative", o.MaxTasks))
+	}
+	if o.MaxWorkers < 0 {
+		errs = append(errs, fmt.Errorf("kv: MaxWorkers %d is negative", o.MaxWorkers))
+	} else if o.MaxWorkers != 0 && o.Workers > 0 && o.MaxWorkers < o.Workers {
+		errs = append(errs, fmt.Errorf("kv: MaxWorkers %d is below Workers %d", o.MaxWorkers, o.Workers))
 	}
 	if o.TimeSlice < 0 {
 		errs = append(errs, fmt.Errorf("kv: TimeSlice %v is negative", o.TimeSlice))

@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"time"
+
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
 )
@@ -56,6 +58,16 @@ type StorageStats struct {
 	// WriteAmp is Pebble's write amplification: bytes written by the WAL,
 	// flushes and compactions ÷ bytes taken in by the WAL and ingestion.
 	WriteAmp float64 `json:"write_amp"`
+	// TableReads counts the reads of tables from the filesystem (block
+	// cache misses, and compactions' reads), and TableReadTime their time:
+	// the mean read latency is the one over the other. DiskSlow says the
+	// recent reads' moving average is at 30 µs or more (each read counted
+	// at most 60 µs), and SlowTableReads counts the reads made while it
+	// was, which let the pool run another read meanwhile (Options.Workers).
+	TableReads     int64         `json:"table_reads"`
+	TableReadTime  time.Duration `json:"table_read_time_ns"`
+	DiskSlow       bool          `json:"disk_slow"`
+	SlowTableReads int64         `json:"slow_table_reads"`
 }
 
 // LevelStats describes one level of the LSM tree.
@@ -83,6 +95,8 @@ func (db *DB) Stats() Stats {
 		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load()}
 		s.RowCache.HitRate = rate(s.RowCache.Hits, s.RowCache.Misses)
 	}
+	s.Storage.TableReads, s.Storage.SlowTableReads = db.reads.reads.Load(), db.reads.told.Load()
+	s.Storage.TableReadTime, s.Storage.DiskSlow = time.Duration(db.reads.took.Load()), db.reads.slow()
 	if err := db.enter(); err != nil {
 		s.Closed = true
 		return s

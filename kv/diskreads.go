@@ -1,0 +1,130 @@
+package kv
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/coopkv/coopkv/readpool"
+)
+
+// Reads on a slow disk. The read pool bounds the steps on the CPU, not the
+// reads in flight (readpool/blocking.go): a step that waits in a pread
+// tells the pool, which runs another ready read meanwhile. The store sees
+// every table read — Pebble reads its tables through the store's
+// filesystem (diskFS.Open) — so it tells the pool exactly when a read
+// starts and ends, not a guess from CPU figures.
+//
+// Only when the disk is slow, though: telling the pool of a read the page
+// cache answers in a few microseconds would wake an extra worker for
+// nothing, and put more steps on the CPU than Workers until the next step
+// boundary. The diskPolicy below decides from the reads' moving average.
+
+// diskPolicy says, from the recent table reads' latency, whether a read is
+// slow enough to give its CPU slot away: a pure rule, the times passed in.
+// A read from the page cache takes a few microseconds; an SSD's from
+// ~80 µs, a network volume's 200 µs to a few ms. Go's runtime takes a P
+// from a goroutine in a system call after ~20 µs.
+type diskPolicy struct {
+	// slow is the moving average at or above which reads tell the pool.
+	slow time.Duration
+}
+
+// defaultSlowRead is where a disk counts as slow: well above the page
+// cache (a 4 KiB pread from it, a few µs), below any device read.
+const defaultSlowRead = 30 * time.Microsecond
+
+// next is the moving average after a read that took took, from avg: an
+// exponentially weighted average with weight 1/8 on the newest read, each
+// read counted at most 2 × slow. The cap makes it a vote: one read that
+// took long because its goroutine was preempted (10 ms on a loaded
+// machine) cannot make a fast disk slow, while five slow reads in a row
+// do, and six fast ones undo it.
+func (d diskPolicy) next(avg, took time.Duration) time.Duration {
+	return avg + (min(took, 2*d.slow)-avg)/8
+}
+
+// blocking reports whether, with the moving average at avg, the next read
+// should tell the pool.
+func (d diskPolicy) blocking(avg time.Duration) bool { return avg >= d.slow }
+
+// diskReads is what the store's filesystem knows of its table reads: their
+// moving average latency, and the pool to tell of slow ones.
+type diskReads struct {
+	policy diskPolicy
+	epoch  time.Time
+	// avg is the moving average read latency (a time.Duration). Reads
+	// update it without a lock: two racing updates lose one, which only
+	// makes the average a little slower to move.
+	avg  atomic.Int64
+	pool atomic.Pointer[readpool.Pool] // nil until the store has one, and without a pool
+	// reads and told count the table reads, and those that told the pool;
+	// took is their time (Stats.Storage).
+	reads, told, took atomic.Int64
+}
+
+func newDiskReads() *diskReads {
+	return &diskReads{policy: diskPolicy{slow: defaultSlowRead}, epoch: time.Now()}
+}
+
+// slow reports whether the disk's reads are slow now.
+func (r *diskReads) slow() bool { return r.policy.blocking(time.Duration(r.avg.Load())) }
+
+// enter is called before a table read: it tells the pool if the disk is
+// slow, and returns the read's start and whether it told.
+func (r *diskReads) enter() (time.Duration, *readpool.Pool) {
+	start := time.Since(r.epoch)
+	if !r.slow() {
+		return start, nil
+	}
+	p := r.pool.Load()
+	if p != nil {
+		p.EnterBlocking()
+	}
+	return start, p
+}
+
+// exit is called after the read enter began: it updates the average and
+// tells told, the pool enter told, that the read is over.
+func (r *diskReads) exit(start time.Duration, told *readpool.Pool) {
+	took := time.Since(r.epoch) - start
+	r.avg.Store(int64(r.policy.next(time.Duration(r.avg.Load()), took)))
+	r.reads.Add(1)
+	r.took.Add(int64(took))
+	if told != nil {
+		r.told.Add(1)
+		told.ExitBlocking()
+	}
+}
+
+// isTable reports whether name is a file whose reads are watched: Pebble's
+// tables and blob files, the reads of Get, Scan and the coprocessor.
+func isTable(name string) bool {
+	n := len(name)
+	return n > 4 && name[n-4:] == ".sst" || n > 5 && name[n-5:] == ".blob"
+}
+
+// Open opens a file for reading; a table's reads are watched.
+func (fs *diskFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.Open(name, opts...)
+	if err != nil || fs.reads == nil || !isTable(name) {
+		return f, err
+	}
+	return &tableFile{File: f, reads: fs.reads}, nil
+}
+
+// tableFile is a table open for reading, its reads watched.
+type tableFile struct {
+	vfs.File
+	reads *diskReads
+}
+
+// ReadAt reads from the table, telling the pool while it waits on a slow
+// disk.
+func (f *tableFile) ReadAt(p []byte, off int64) (int, error) {
+	start, told := f.reads.enter()
+	n, err := f.File.ReadAt(p, off)
+	f.reads.exit(start, told)
+	return n, err
+}
