@@ -122,10 +122,14 @@ func TestRun_JSONAndPlot(t *testing.T) {
 		for k := range r {
 			keys = append(keys, k)
 		}
-		if strings.HasPrefix(want[i][0], "noisy") && want[i][2] == "get" {
+		switch want[i][2] {
+		case "get":
 			assert.ElementsMatch(t, pacedFields, keys, "result %d has exactly the fields", i)
 			assert.Equal(t, "fixed", r["arrival"])
-		} else {
+		case "scan": // the rows they read, too
+			assert.ElementsMatch(t, append(slices.Clone(fields), "rows", "rows_per_sec"), keys, "result %d has exactly the fields", i)
+			assert.GreaterOrEqual(t, r["rows"], r["ops"].(float64)*500, "each scan read --long-scan-len 500 rows")
+		default:
 			assert.ElementsMatch(t, fields, keys, "result %d has exactly the fields", i)
 		}
 		assert.Equal(t, want[i], [3]string{r["workload"].(string), r["scheduler"].(string), r["class"].(string)})
@@ -148,7 +152,7 @@ func TestRun_JSONAndPlot(t *testing.T) {
 	assert.Equal(t, "\x89PNG", string(img[:4]))
 
 	// The same results went to the table.
-	assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +offered/s +achieved +p50 +p99 +p99.9 +max +errors$`, out)
+	assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +offered/s +achieved +rows/s +p50 +p99 +p99.9 +max +errors$`, out)
 	for _, w := range want {
 		assert.Regexp(t, `(?m)^`+w[0]+` +`+w[1]+` +`+w[2]+` `, out)
 	}
@@ -257,7 +261,7 @@ func TestRun_Interrupted(t *testing.T) {
 	assert.Equal(t, 130, exitStatus(err))
 	assert.Equal(t, "interrupted by context canceled during direct noisy", err.Error())
 
-	assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +offered/s +achieved +p50 +p99 +p99.9 +max +errors$`, out.String())
+	assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +offered/s +achieved +rows/s +p50 +p99 +p99.9 +max +errors$`, out.String())
 	assert.Regexp(t, `(?m)^noisy-quiet +direct +get e2e +\d+ .* 0$`, out.String(), "the phase done, unmarked")
 	assert.Regexp(t, `(?m)^noisy +direct +scan +\d+ .* 0  \(interrupted\)$`, out.String())
 	assert.Regexp(t, `(?m)^interrupted \(context canceled\) \d+ms into the 1s of direct noisy, whose figures, marked \(interrupted\), cover that part$`, out.String())

@@ -161,10 +161,10 @@ func TestRun_Arrival(t *testing.T) {
 			}
 			assert.Zero(t, below, "Gets of %d whose e2e is below their service time", len(gets))
 
-			assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +offered/s +achieved +p50 +p99 +p99.9 +max +errors$`, out)
+			assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +offered/s +achieved +rows/s +p50 +p99 +p99.9 +max +errors$`, out)
 			assert.Regexp(t, `(?m)^noisy +mlfq +get e2e +\d+ +10000 +[0-9.]+% +\S+ +\S+ +\S+ +\S+ +0$`, out)
 			assert.Regexp(t, `(?m)^noisy +mlfq +get service +\S+ +\S+ +\S+ +\S+$`, out)
-			assert.Regexp(t, `(?m)^noisy +mlfq +scan +\d+ +\S+ +\S+ +\S+ +\S+ +0$`, out)
+			assert.Regexp(t, `(?m)^noisy +mlfq +scan +\d+ +\d+ +\S+ +\S+ +\S+ +\S+ +0$`, out, "the scans with their rows/s")
 		})
 	}
 }

@@ -44,7 +44,8 @@ scheduler, and a line under the table compares the Gets' p99 beside each.
 		classes: []class{classGet, classCop},
 		rows:    true,
 		clients: func(e *env) []client {
-			return getsBeside(e, &w.beside, func(ctx context.Context, e *env, int64n func(int64) int64) (class, error) {
+			// The aggregates' rows are read inside the store: none to count.
+			return getsBeside(e, &w.beside, func(ctx context.Context, e *env, int64n func(int64) int64, _ *int64) (class, error) {
 				return classCop, aggregateRandom(ctx, e, int64n, w.beside.longScanLen)
 			})
 		},
@@ -89,8 +90,8 @@ func newCopScan(beside *besideFlags) *copScanLoad {
 		classes: []class{classGet, classScan},
 		rows:    true,
 		clients: func(e *env) []client {
-			return getsBeside(e, w.beside, func(ctx context.Context, e *env, int64n func(int64) int64) (class, error) {
-				return classScan, scanRandom(ctx, e, int64n, w.beside.longScanLen)
+			return getsBeside(e, w.beside, func(ctx context.Context, e *env, int64n func(int64) int64, rows *int64) (class, error) {
+				return classScan, scanRandom(ctx, e, int64n, w.beside.longScanLen, rows)
 			})
 		},
 	}

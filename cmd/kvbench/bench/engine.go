@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/coopkv/coopkv/kv"
 )
@@ -34,6 +35,22 @@ type Stores interface {
 	// Workers is the read pool's size, for the report; 0 if it has none.
 	Workers() int
 }
+
+// StoreSetup is how a run's stores depart from the store's defaults where
+// a reader of the results must know it to read them. A Stores with a
+// method StoreSetup() StoreSetup says so, and Run records it in the report
+// (a line above the table, and the JSON); one without has the defaults.
+// Zero fields are defaults.
+type StoreSetup struct {
+	// DiskLatency is what a simulated disk added to every table read
+	// (kvbench --disk-latency): the figures are a simulated disk's.
+	DiskLatency time.Duration
+	// CacheSize is the block cache in bytes (kvbench --cache-size).
+	CacheSize int64
+}
+
+// setupStores is a Stores that tells its StoreSetup.
+type setupStores interface{ StoreSetup() StoreSetup }
 
 // Run is a whole run of w: load the store, run w's phases on each of its
 // schedulers' stores, then print the table and w's summary to out and
@@ -68,6 +85,11 @@ func Run(ctx context.Context, cfg *Config, w Workload, stores Stores, out, errOu
 		DurationS:   cfg.Duration.Seconds(),
 		Results:     []Result{},
 		Interrupted: stop.phase != "",
+	}
+	if s, ok := stores.(setupStores); ok {
+		setup := s.StoreSetup()
+		rep.SimulatedDiskLatencyUs = micros(setup.DiskLatency)
+		rep.CacheSizeBytes = setup.CacheSize
 	}
 	for _, section := range sections {
 		for _, s := range w.Schedulers(cfg.Schedulers) {

@@ -292,8 +292,8 @@ func (w *groupsLoad) tenantClients(e *env, t *tenant, first int) []client {
 		}
 		for i := range w.scanners {
 			r := e.rand(first + i)
-			cs = append(cs, closedLoop(func(ctx context.Context) (class, error) {
-				return classScan, scanRandom(ctx, e, r.Int64N, n)
+			cs = append(cs, countRows(func(ctx context.Context, rows *int64) (class, error) {
+				return classScan, scanRandom(ctx, e, r.Int64N, n, rows)
 			}))
 		}
 	}

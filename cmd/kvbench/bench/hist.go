@@ -52,6 +52,11 @@ type classStats struct {
 	// a stall at the very end shows in the latency as one earlier does;
 	// they are not operations.
 	overdue int64
+
+	// rows counts the rows the class's operations read (scans: see
+	// countRows), those of an operation the phase's end cut off included,
+	// so that a scan longer than the phase still shows its progress.
+	rows int64
 }
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigits) }
@@ -109,6 +114,13 @@ func (r *recorder) recordPaced(c class, e2e, service time.Duration, err error) {
 	}
 }
 
+// addRows counts n rows read by an operation of class c.
+func (r *recorder) addRows(c class, n int64) {
+	if n > 0 {
+		r.stats(c).rows += n
+	}
+}
+
 // recordOverdue counts a paced Get of class c that was due e2e before the
 // phase ended and was not served by then (see classStats.overdue).
 func (r *recorder) recordOverdue(c class, e2e time.Duration) {
@@ -136,6 +148,7 @@ func mergeRecorders(recs []*recorder) *recorder {
 			m.hist.Merge(cs.hist) // same range: nothing is dropped
 			m.errors += cs.errors
 			m.overdue += cs.overdue
+			m.rows += cs.rows
 			if m.firstErr == nil {
 				m.firstErr = cs.firstErr
 			}
@@ -185,6 +198,11 @@ type summary struct {
 	offered float64
 	service percentiles
 	overdue int64
+
+	// rows is what the class's operations read in rows (classStats.rows),
+	// rowsPerSec that per second of the phase.
+	rows       int64
+	rowsPerSec float64
 }
 
 // summarize returns c's figures for a phase that lasted elapsed; a class
@@ -195,9 +213,11 @@ func (r *recorder) summarize(c class, elapsed time.Duration) summary {
 		return summary{}
 	}
 	h := cs.hist
-	s := summary{ops: h.TotalCount() - cs.overdue, errors: cs.errors, firstErr: cs.firstErr, percentiles: percentilesOf(h), overdue: cs.overdue}
+	s := summary{ops: h.TotalCount() - cs.overdue, errors: cs.errors, firstErr: cs.firstErr, percentiles: percentilesOf(h), overdue: cs.overdue,
+		rows: cs.rows}
 	if elapsed > 0 {
 		s.opsPerSec = float64(s.ops) / elapsed.Seconds()
+		s.rowsPerSec = float64(s.rows) / elapsed.Seconds()
 	}
 	if cs.service != nil {
 		s.arrival, s.offered, s.service = cs.arrival, cs.offered, percentilesOf(cs.service)

@@ -115,3 +115,19 @@ func TestRecorder_Paced(t *testing.T) {
 	assert.Empty(t, s.arrival, "a class not paced has no pacing")
 	assert.Zero(t, s.offered)
 }
+
+// TestRecorder_Rows: the rows a class read add up across clients and
+// give rows per second of the phase, ops or no ops.
+func TestRecorder_Rows(t *testing.T) {
+	a, b := &recorder{}, &recorder{}
+	a.record(classScan, time.Millisecond, nil)
+	a.addRows(classScan, 300)
+	b.addRows(classScan, 100) // a scan the phase's end cut off: rows, no op
+	b.addRows(classGet, 0)
+	m := mergeRecorders([]*recorder{a, b})
+	s := m.summarize(classScan, 2*time.Second)
+	assert.Equal(t, int64(1), s.ops)
+	assert.Equal(t, int64(400), s.rows)
+	assert.InDelta(t, 200.0, s.rowsPerSec, 1e-9)
+	assert.Nil(t, m.classes[classGet], "no rows, no class")
+}

@@ -27,8 +27,8 @@ func noisyWorkload() Workload {
 		long:    noisyLong,
 		classes: []class{classGet, classScan},
 		clients: func(e *env) []client {
-			return getsBeside(e, &w.beside, func(ctx context.Context, e *env, int64n func(int64) int64) (class, error) {
-				return classScan, scanRandom(ctx, e, int64n, w.beside.longScanLen)
+			return getsBeside(e, &w.beside, func(ctx context.Context, e *env, int64n func(int64) int64, rows *int64) (class, error) {
+				return classScan, scanRandom(ctx, e, int64n, w.beside.longScanLen, rows)
 			})
 		},
 	}
@@ -154,12 +154,13 @@ func (f *besideFlags) validate() []error {
 // the long read: --clients goroutines doing paced Gets (pacedGets) on the
 // schedules of --arrival (getSchedule) and --scanners goroutines looping
 // on long, each with a random stream of its own, from which long draws
-// its start.
-func getsBeside(e *env, f *besideFlags, long func(ctx context.Context, e *env, int64n func(int64) int64) (class, error)) []client {
+// its start. long counts the rows it reads into *rows (countRows), if
+// it reads them itself.
+func getsBeside(e *env, f *besideFlags, long func(ctx context.Context, e *env, int64n func(int64) int64, rows *int64) (class, error)) []client {
 	cs := pacedGetClients(e, f)
 	for i := range f.scanners {
 		r := e.rand(f.clients.n + i)
-		cs = append(cs, closedLoop(func(ctx context.Context) (class, error) { return long(ctx, e, r.Int64N) }))
+		cs = append(cs, countRows(func(ctx context.Context, rows *int64) (class, error) { return long(ctx, e, r.Int64N, rows) }))
 	}
 	return cs
 }

@@ -147,13 +147,7 @@ func scanWorkload() Workload {
 		short:   "range scans from random keys, back to back",
 		long:    "scan: --clients goroutines doing range scans of --scan-len keys from uniform random starts, back to back.",
 		classes: []class{classScan},
-		clients: func(e *env) []client {
-			return closedClients(e, w.clients.n, func(r *rand.Rand) func(ctx context.Context) (class, error) {
-				return func(ctx context.Context) (class, error) {
-					return classScan, scanRandom(ctx, e, r.Int64N, w.scanLen.n)
-				}
-			})
-		},
+		clients: func(e *env) []client { return scanClients(e, w.clients.n, w.scanLen.n) },
 	}
 	return w
 }
@@ -186,10 +180,25 @@ func (s *scanLenFlag) validate() []error {
 }
 
 // scanRandom scans n keys (at most every key) from a start drawn by
-// int64n, so that the scan reads n keys whatever the start.
-func scanRandom(ctx context.Context, e *env, int64n func(int64) int64, n int) error {
+// int64n, so that the scan reads n keys whatever the start, and counts
+// the rows it read into *rows.
+func scanRandom(ctx context.Context, e *env, int64n func(int64) int64, n int, rows *int64) error {
 	count := e.keys.count()
 	n = int(min(int64(n), count))
 	start := int64n(count - int64(n) + 1)
-	return scan(ctx, e.db, start, n, int64(n))
+	return scan(ctx, e.db, start, n, int64(n), rows)
+}
+
+// scanClients returns n clients of e looping on scans of scanLen keys
+// from random starts (client i's drawn from e.rand(i)), the rows they
+// read counted (countRows).
+func scanClients(e *env, n, scanLen int) []client {
+	cs := make([]client, n)
+	for i := range cs {
+		r := e.rand(i)
+		cs[i] = countRows(func(ctx context.Context, rows *int64) (class, error) {
+			return classScan, scanRandom(ctx, e, r.Int64N, scanLen, rows)
+		})
+	}
+	return cs
 }

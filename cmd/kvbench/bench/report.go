@@ -15,12 +15,19 @@ import (
 // report is a run's results, in the JSON shape that scripts compare runs
 // by (the kvbench issue fixes it; do not rename the fields).
 type Report struct {
-	Workload  string   `json:"workload"` // the workload's sections (Phase.Section), comma-joined: "noisy", "cop-scan,cop"
-	Keys      int64    `json:"keys"`
-	ValueSize int      `json:"value_size"`
-	Workers   int      `json:"workers"`
-	DurationS float64  `json:"duration_s"`
-	Results   []Result `json:"results"`
+	Workload  string  `json:"workload"` // the workload's sections (Phase.Section), comma-joined: "noisy", "cop-scan,cop"
+	Keys      int64   `json:"keys"`
+	ValueSize int     `json:"value_size"`
+	Workers   int     `json:"workers"`
+	DurationS float64 `json:"duration_s"`
+	// The stores' setup where it departs from the defaults (StoreSetup),
+	// each absent when it does not. SimulatedDiskLatencyUs is the latency
+	// in µs that a simulated disk added to every table read (kvbench
+	// --disk-latency): the figures are a simulated disk's, not a real
+	// one's. CacheSizeBytes is the block cache (kvbench --cache-size).
+	SimulatedDiskLatencyUs float64  `json:"simulated_disk_latency_us,omitempty"`
+	CacheSizeBytes         int64    `json:"cache_size_bytes,omitempty"`
+	Results                []Result `json:"results"`
 	// Interrupted: the run was stopped (Ctrl-C) before its end; Results
 	// hold what it measured by then.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -41,6 +48,11 @@ type Result struct {
 	P999us    float64 `json:"p999_us"`
 	MaxUs     float64 `json:"max_us"`
 	Errors    int64   `json:"errors"`
+	// Rows are the rows a scan class read, the scans the phase's end cut
+	// off included (so a scan longer than the phase counts too), and
+	// RowsPerSec those per second of the phase; absent for other classes.
+	Rows       int64   `json:"rows,omitempty"`
+	RowsPerSec float64 `json:"rows_per_sec,omitempty"`
 	// RUPerSec is, for a resource group's main class, the request units
 	// the group consumed per second of the measured phase; absent for
 	// workloads without groups.
@@ -80,19 +92,21 @@ type Pacing struct {
 
 func newResult(workload, scheduler string, c class, group string, s summary) Result {
 	return Result{
-		Workload:  workload,
-		Scheduler: scheduler,
-		Class:     c.String(),
-		Group:     group,
-		Ops:       s.ops,
-		OpsPerSec: s.opsPerSec,
-		P50us:     micros(s.p50),
-		P99us:     micros(s.p99),
-		P999us:    micros(s.p999),
-		MaxUs:     micros(s.max),
-		Errors:    s.errors,
-		firstErr:  s.firstErr,
-		Pacing:    newPacing(s),
+		Workload:   workload,
+		Scheduler:  scheduler,
+		Class:      c.String(),
+		Group:      group,
+		Ops:        s.ops,
+		OpsPerSec:  s.opsPerSec,
+		P50us:      micros(s.p50),
+		P99us:      micros(s.p99),
+		P999us:     micros(s.p999),
+		MaxUs:      micros(s.max),
+		Errors:     s.errors,
+		Rows:       s.rows,
+		RowsPerSec: s.rowsPerSec,
+		firstErr:   s.firstErr,
+		Pacing:     newPacing(s),
 	}
 }
 
@@ -122,30 +136,36 @@ func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsec
 // interrupted.
 const interruptedMark = "(interrupted)"
 
-// writeTable prints rep's results as one aligned table, the rows of an
+// writeTable prints the stores' setup if it departs from the defaults
+// (writeSetup), then rep's results as one aligned table, the rows of an
 // interrupted phase marked so, then the first error of each result that
 // had errors. A paced Get class has two rows: "get e2e", its latencies
 // from when each Get was due, with its offered rate and the share of it
-// achieved, then "get service", its service times.
+// achieved, then "get service", its service times. Scans that read rows
+// have them per second in rows/s.
 func writeTable(w io.Writer, rep *Report) error {
-	groups, paced := false, false
+	groups, paced, scanned := false, false, false
 	for _, r := range rep.Results {
 		groups = groups || r.Group != ""
 		paced = paced || r.Pacing != nil
+		scanned = scanned || r.Rows > 0
 	}
+	columns := []string{"workload", "scheduler", "class", "group", "ops/s", "offered/s", "achieved", "rows/s", "p50", "p99", "p99.9", "max", "errors"}
+	// The columns a table has only when a result fills them.
+	drop := map[string]bool{"group": !groups, "rows/s": !scanned, "offered/s": !paced, "achieved": !paced}
 	var rows [][]string
-	// row takes every column and keeps those the table has: group with
-	// groups, offered/s and achieved with paced Gets.
+	// row takes every column (and a mark after them) and keeps those the
+	// table has.
 	row := func(cells ...string) {
-		if !paced {
-			cells = append(cells[:5], cells[7:]...)
+		var kept []string
+		for i, cell := range cells {
+			if i >= len(columns) || !drop[columns[i]] {
+				kept = append(kept, cell)
+			}
 		}
-		if !groups {
-			cells = append(cells[:3], cells[4:]...)
-		}
-		rows = append(rows, cells)
+		rows = append(rows, kept)
 	}
-	row("workload", "scheduler", "class", "group", "ops/s", "offered/s", "achieved", "p50", "p99", "p99.9", "max", "errors")
+	row(columns...)
 	for _, r := range rep.Results {
 		class, offered, achieved := r.Class, "", ""
 		if p := r.Pacing; p != nil {
@@ -155,8 +175,12 @@ func writeTable(w io.Writer, rep *Report) error {
 				offered, achieved = fmt.Sprintf("%.0f", p.OfferedPerSec), fmt.Sprintf("%.1f%%", p.AchievedPct)
 			}
 		}
+		rowsPerSec := ""
+		if r.Rows > 0 {
+			rowsPerSec = fmt.Sprintf("%.0f", r.RowsPerSec)
+		}
 		cells := []string{r.Workload, r.Scheduler, class, r.Group,
-			fmt.Sprintf("%.0f", r.OpsPerSec), offered, achieved,
+			fmt.Sprintf("%.0f", r.OpsPerSec), offered, achieved, rowsPerSec,
 			formatMicros(r.P50us), formatMicros(r.P99us), formatMicros(r.P999us), formatMicros(r.MaxUs),
 			fmt.Sprint(r.Errors)}
 		if r.Interrupted {
@@ -164,7 +188,7 @@ func writeTable(w io.Writer, rep *Report) error {
 		}
 		row(cells...)
 		if p := r.Pacing; p != nil {
-			cells := []string{r.Workload, r.Scheduler, r.Class + " service", r.Group, "", "", "",
+			cells := []string{r.Workload, r.Scheduler, r.Class + " service", r.Group, "", "", "", "",
 				formatMicros(p.ServiceP50us), formatMicros(p.ServiceP99us), formatMicros(p.ServiceP999us), formatMicros(p.ServiceMaxUs), ""}
 			if r.Interrupted {
 				cells = append(cells, interruptedMark)
@@ -173,6 +197,7 @@ func writeTable(w io.Writer, rep *Report) error {
 		}
 	}
 	var b strings.Builder
+	writeSetup(&b, rep)
 	writeAligned(&b, rows, slices.Index(rows[0], "ops/s"))
 	for _, r := range rep.Results {
 		if r.firstErr != nil {
@@ -182,6 +207,39 @@ func writeTable(w io.Writer, rep *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSetup writes, on a line of its own, the stores' setup where it
+// departs from the defaults (Report.SimulatedDiskLatencyUs,
+// CacheSizeBytes); nothing if it does not. The latency is written as a
+// simulated disk's, so that nobody takes the figures for a real disk's.
+func writeSetup(b *strings.Builder, rep *Report) {
+	var parts []string
+	if rep.SimulatedDiskLatencyUs > 0 {
+		d := time.Duration(rep.SimulatedDiskLatencyUs * float64(time.Microsecond))
+		parts = append(parts, fmt.Sprintf("simulated disk latency %v on every table read "+
+			"(a nanosleep in ReadAt; the page cache answers the read: not a real disk)", d))
+	}
+	if rep.CacheSizeBytes > 0 {
+		parts = append(parts, "block cache "+formatBytes(rep.CacheSizeBytes))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(b, "store: %s\n", strings.Join(parts, ", "))
+	}
+}
+
+// formatBytes shows a size in bytes in the largest binary unit that
+// divides it: "16 MiB", "1000 B".
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 // writeAligned writes rows as columns two spaces apart, the first left

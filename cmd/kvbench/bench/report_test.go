@@ -241,3 +241,64 @@ func TestWriteJSON_Interrupted(t *testing.T) {
 	assert.NotContains(t, doc.Results[2], "interrupted")
 	assert.Equal(t, true, doc.Results[3]["interrupted"])
 }
+
+// TestWriteTable_RowsColumnOnlyWithRows: rows/s is a column when a
+// result read rows, filled for those that did.
+func TestWriteTable_RowsColumnOnlyWithRows(t *testing.T) {
+	rep := sampleReport()
+	rep.Results[1].Rows, rep.Results[1].RowsPerSec = 1000, 5000
+	var buf bytes.Buffer
+	require.NoError(t, writeTable(&buf, rep))
+	lines := strings.Split(buf.String(), "\n")
+	assert.Equal(t, []string{"workload", "scheduler", "class", "ops/s", "rows/s", "p50", "p99", "p99.9", "max", "errors"},
+		strings.Fields(lines[0]))
+	assert.Equal(t, []string{"noisy", "mlfq", "scan", "50", "5000", "12.00ms", "20.00ms", "20.00ms", "1.50s", "2"},
+		strings.Fields(lines[2]))
+	assert.Equal(t, []string{"noisy", "mlfq", "get", "5000", "80µs", "900µs", "2.00ms", "5.00ms", "0"},
+		strings.Fields(lines[1]), "a Get has no rows")
+	assert.Equal(t, utf8.RuneCountInString(lines[0]), utf8.RuneCountInString(lines[1]), "columns are aligned")
+}
+
+// TestWriteTable_Setup: a simulated disk and a block cache size are
+// written above the table, the latency as a simulated disk's; a run at
+// the defaults has no such line.
+func TestWriteTable_Setup(t *testing.T) {
+	rep := sampleReport()
+	rep.SimulatedDiskLatencyUs, rep.CacheSizeBytes = 200, 16<<20
+	var buf bytes.Buffer
+	require.NoError(t, writeTable(&buf, rep))
+	lines := strings.Split(buf.String(), "\n")
+	assert.Equal(t, "store: simulated disk latency 200µs on every table read (a nanosleep in ReadAt; "+
+		"the page cache answers the read: not a real disk), block cache 16 MiB", lines[0])
+	assert.Equal(t, "workload", strings.Fields(lines[1])[0])
+
+	rep.SimulatedDiskLatencyUs = 0
+	buf.Reset()
+	require.NoError(t, writeTable(&buf, rep))
+	assert.True(t, strings.HasPrefix(buf.String(), "store: block cache 16 MiB\n"), buf.String())
+
+	buf.Reset()
+	require.NoError(t, writeTable(&buf, sampleReport()))
+	assert.True(t, strings.HasPrefix(buf.String(), "workload "), "no line at the defaults")
+}
+
+// TestWriteJSON_Setup: the setup's fields appear only when set, so that
+// a run at the defaults keeps its shape.
+func TestWriteJSON_Setup(t *testing.T) {
+	rep := sampleReport()
+	rep.SimulatedDiskLatencyUs, rep.CacheSizeBytes = 1000, 16<<20
+	var buf bytes.Buffer
+	require.NoError(t, encodeJSON(&buf, rep))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	assert.Equal(t, 1000.0, doc["simulated_disk_latency_us"])
+	assert.Equal(t, float64(16<<20), doc["cache_size_bytes"])
+}
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{
+		1: "1 B", 1000: "1000 B", 1024: "1 KiB", 1536: "1536 B", 16 << 20: "16 MiB", 3 << 30: "3 GiB", 1<<30 + 1<<20: "1025 MiB",
+	} {
+		assert.Equal(t, want, formatBytes(n), "%d", n)
+	}
+}

@@ -269,21 +269,40 @@ func thinkLoop(think time.Duration, op func(ctx context.Context) (class, error))
 	}
 }
 
+// countRows returns a client that runs op back to back, as closedLoop
+// does, and adds the rows each run of it read (op counts them into rows)
+// to the class it returns — the run that the phase's end cut off
+// included, whose latency is not recorded, so that scans longer than the
+// phase (a whole store on a slow disk) still show how fast they read.
+func countRows(op func(ctx context.Context, rows *int64) (class, error)) client {
+	return func(ctx context.Context, rec *recorder) {
+		closedLoop(func(ctx context.Context) (class, error) {
+			var rows int64
+			c, err := op(ctx, &rows)
+			rec.addRows(c, rows) // rec is this client's: op ran on its goroutine
+			return c, err
+		})(ctx, rec)
+	}
+}
+
 // get reads key n.
 func get(ctx context.Context, db kv.Store, buf []byte, n int64) error {
 	_, err := db.Get(ctx, appendKey(buf[:0], n))
 	return err
 }
 
-// scan reads up to n keys from key number start and checks that it saw at
-// least want of them (the keys known to exist there).
-func scan(ctx context.Context, db kv.Store, start int64, n int, want int64) error {
+// scan reads up to n keys from key number start, counting them into
+// *read as it goes (a scan cut off still tells how far it got), and
+// checks that it saw at least want of them (the keys known to exist
+// there).
+func scan(ctx context.Context, db kv.Store, start int64, n int, want int64, read *int64) error {
 	// A fresh start key: the scan's task may hold it until it ends.
 	it := db.Scan(ctx, appendKey(nil, start), nil, &kv.ScanOptions{Limit: n})
 	rows := int64(0)
 	for it.Next() {
 		rows++
 	}
+	*read += rows
 	err := it.Err()
 	if cerr := it.Close(); err == nil {
 		err = cerr

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -104,4 +105,42 @@ func TestNoisy_Phases(t *testing.T) {
 	assert.Equal(t, "noisy-quiet", w.Phases()[1].Workload)
 	flagsOf(t, w, "--no-quiet")
 	assert.Equal(t, []string{"noisy warm-up", "noisy"}, labels())
+}
+
+// TestCountRows_CutOffScanCounts: a scan the phase's end cuts off is no
+// operation, but its rows count, so that scans longer than the phase
+// (whole-store scans on a slow disk) still report the rows they read.
+func TestCountRows_CutOffScanCounts(t *testing.T) {
+	scanner := countRows(func(ctx context.Context, rows *int64) (class, error) {
+		*rows += 7
+		<-ctx.Done() // a scan longer than the phase
+		return classScan, ctx.Err()
+	})
+	m := runPhase(context.Background(), nil, []client{scanner}, 20*time.Millisecond)
+	s := m.merged().summarize(classScan, m.elapsed)
+	assert.Zero(t, s.ops, "the cut-off scan is no operation")
+	assert.Zero(t, s.errors)
+	assert.Equal(t, int64(7), s.rows)
+	assert.Positive(t, s.rowsPerSec)
+}
+
+// TestRun_ScanRows: the scans of scan and noisy report their rows, every
+// row each scan read.
+func TestRun_ScanRows(t *testing.T) {
+	rep, out := runTiny(t, lookup(t, "scan"), "--schedulers", "direct", "--warmup", "0s", "--duration", "100ms")
+	require.Len(t, rep.Results, 1)
+	r := rep.Results[0]
+	require.Positive(t, r.Ops)
+	// Each scan counted read --scan-len 100 rows, and so may the scan of
+	// each of the 2 clients that the phase's end cut off.
+	assert.GreaterOrEqual(t, r.Rows, r.Ops*100)
+	assert.LessOrEqual(t, r.Rows, (r.Ops+2)*100, "at most the 2 clients' cut-off scans beyond")
+	assert.InEpsilon(t, float64(r.Rows)/0.1, r.RowsPerSec, 0.2, "rows over the phase")
+	assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +rows/s +p50 `, out)
+
+	rep, _ = runTiny(t, lookup(t, "noisy"), "--schedulers", "mlfq", "--warmup", "0s", "--duration", "100ms", "--no-quiet")
+	require.Len(t, rep.Results, 2)
+	assert.Zero(t, rep.Results[0].Rows, "the Gets read no rows")
+	assert.Equal(t, "scan", rep.Results[1].Class)
+	assert.Positive(t, rep.Results[1].RowsPerSec, "the scanners' rows/s")
 }
