@@ -313,3 +313,21 @@ func TestRun_InterruptedBeforeMeasuring(t *testing.T) {
 	_, err = os.Stat(plotPath)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// TestRun_SlowDisk: a short get run on the simulated slow disk, with a
+// small block cache, finishes and says, above its table and in its JSON,
+// that its disk latency is simulated.
+func TestRun_SlowDisk(t *testing.T) {
+	rep, out := runTiny(t, tiny("get", "--schedulers", "direct,mlfq", "--disk-latency", "100us",
+		"--cache-size", "1048576", "--row-cache", "0", "-q")...)
+	assert.Equal(t, 100.0, rep.SimulatedDiskLatencyUs)
+	assert.Equal(t, int64(1<<20), rep.CacheSizeBytes)
+	require.Len(t, rep.Results, 2)
+	for _, r := range rep.Results {
+		assert.Positive(t, r.Ops, r.Scheduler)
+		assert.Zero(t, r.Errors, "%s\n%s", r.Scheduler, out)
+	}
+	assert.Regexp(t, `^store: simulated disk latency 100µs on every table read \(a nanosleep in ReadAt; `+
+		`the page cache answers the read: not a real disk\), block cache 1 MiB\n`+
+		`workload +scheduler +class +ops/s `, out)
+}

@@ -25,8 +25,12 @@ type config struct {
 	maxTasks  int           // reads queued or running before kv: busy; 0 = the store's default, workers × 2000
 	timeSlice time.Duration // how long a pooled read runs before it yields
 	rowCache  int64         // the row cache in front of Get, in bytes; 0 = off
-	sync      bool          // fsync every write of the measured phases (never the load's)
-	admin     string        // "" = no admin endpoint; validate makes it HOST:PORT (see adminAddr)
+	cacheSize int64         // Pebble's block cache, in bytes; 0 = kv's default
+	// diskLatency is the simulated disk's latency on every table read of
+	// the measured stores (cmd/internal/slowdisk); 0 = none.
+	diskLatency time.Duration
+	sync        bool   // fsync every write of the measured phases (never the load's)
+	admin       string // "" = no admin endpoint; validate makes it HOST:PORT (see adminAddr)
 
 	// workload is the --workload of old, hidden: it names the workload a
 	// subcommand now names, and validate says so.
@@ -39,6 +43,14 @@ const (
 	defaultTimeSlice = time.Millisecond
 	defaultRowCache  = 32 << 20
 )
+
+// diskLatencyHelp is --disk-latency's help.
+const diskLatencyHelp = "simulate a slow disk (0 = off): every read of a table (.sst) blocks its thread for `DURATION` " +
+	"with a nanosleep inside ReadAt, as a pread waiting for the device does; the page cache still answers the read. " +
+	"A fixed latency per read, no queue, no bandwidth limit: the figures are a simulated disk's, not a real one's. " +
+	"The load runs without it (it would only be slow); the warm-ups and measured phases run with it. " +
+	"Use it with --cache-size below the data's size, so that reads miss the block cache " +
+	"(e.g. --keys 300000 --value-size 1000 --row-cache 0 --cache-size 16777216: 300 MB of data, a 16 MiB cache)"
 
 // knownSchedulers are the read schedulers kvbench can compare; a default
 // run measures the first three, in this order. priority is resource
@@ -58,6 +70,10 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.maxTasks, "max-tasks", 0, "reads queued or running in the pool before reads fail with \"kv: busy\" (0 = 2000 × workers)")
 	fs.DurationVar(&c.timeSlice, "time-slice", defaultTimeSlice, "how long a pooled read runs before it yields to the next")
 	fs.Int64Var(&c.rowCache, "row-cache", defaultRowCache, "row cache in front of Get, in `BYTES` (0 = off)")
+	fs.Int64Var(&c.cacheSize, "cache-size", 0, "Pebble's block cache, memtables included, in `BYTES` "+
+		"(0 = kv's default: a quarter of the memory the process may use, within 64 MiB and 8 GiB); "+
+		"below the data's size, reads miss it and go to the disk (see --disk-latency)")
+	fs.DurationVar(&c.diskLatency, "disk-latency", 0, diskLatencyHelp)
 	fs.BoolVar(&c.sync, "sync", false, "fsync every write of the measured phases (default off: writes are not synced, "+
 		"as in the YCSB comparison; a crash may lose the last writes). The load is never synced: it is flushed at its end")
 	fs.StringSliceVar(&c.Schedulers, "schedulers", slices.Clone(defaultSchedulers),
@@ -99,6 +115,8 @@ func (c *config) validate(w bench.Workload) error {
 		{c.maxTasks < 0, fmt.Sprintf("--max-tasks must not be negative, not %d (0 = 2000 × workers)", c.maxTasks)},
 		{c.timeSlice <= 0, fmt.Sprintf("--time-slice must be positive, not %v", c.timeSlice)},
 		{c.rowCache < 0, fmt.Sprintf("--row-cache must not be negative, not %d (0 turns the row cache off)", c.rowCache)},
+		{c.cacheSize < 0, fmt.Sprintf("--cache-size must not be negative, not %d (0 = kv's default)", c.cacheSize)},
+		{c.diskLatency < 0, fmt.Sprintf("--disk-latency must not be negative, not %v (0 = no simulated latency)", c.diskLatency)},
 	} {
 		if k.wrong {
 			errs = append(errs, errors.New(k.msg))

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/cmd/kvbench/bench"
@@ -141,6 +145,11 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"bad time-slice", []string{"--time-slice", "1"}, []string{"--time-slice"}},
 		{"negative row-cache", []string{"--row-cache", "-5"}, []string{"--row-cache must not be negative, not -5 (0 turns the row cache off)"}},
 		{"bad row-cache", []string{"--row-cache", "64MiB"}, []string{"--row-cache"}},
+		{"negative cache-size", []string{"--cache-size", "-5"}, []string{"--cache-size must not be negative, not -5 (0 = kv's default)"}},
+		{"bad cache-size", []string{"--cache-size", "16MiB"}, []string{"--cache-size"}},
+		{"negative disk-latency", []string{"get", "--disk-latency", "-200us"},
+			[]string{"--disk-latency must not be negative, not -200µs (0 = no simulated latency)"}},
+		{"bad disk-latency", []string{"--disk-latency", "200"}, []string{"--disk-latency"}},
 		{"zero keys", []string{"--keys", "0"}, []string{"--keys must be at least 1"}},
 		{"zero duration", []string{"--duration", "0s"}, []string{"--duration must be positive"}},
 		{"negative warmup", []string{"--warmup", "-1s"}, []string{"--warmup must not be negative"}},
@@ -208,7 +217,7 @@ func TestStoreOptions(t *testing.T) {
 	cfg, _, err := parse(t, "--workers", "3", "--max-tasks", "64", "--time-slice", "250us", "--row-cache", "0", "--sync")
 	require.NoError(t, err)
 	st := &stores{cfg: cfg, log: io.Discard}
-	opts := st.options("fifo")
+	opts := st.options("fifo", false)
 	assert.Equal(t, kv.SchedulerFIFO, opts.Scheduler)
 	assert.Equal(t, 3, opts.Workers)
 	assert.Equal(t, 64, opts.MaxTasks)
@@ -218,11 +227,61 @@ func TestStoreOptions(t *testing.T) {
 
 	cfg, _, err = parse(t)
 	require.NoError(t, err)
-	opts = (&stores{cfg: cfg, log: io.Discard}).options("")
+	opts = (&stores{cfg: cfg, log: io.Discard}).options("", false)
 	assert.Equal(t, int64(32<<20), opts.RowCacheSize)
 	assert.Equal(t, time.Millisecond, opts.TimeSlice)
 	assert.Zero(t, opts.MaxTasks, "kv's default")
 	assert.True(t, opts.NoSync, "not synced by default")
+}
+
+// TestStoreOptions_SlowDisk: --cache-size and --disk-latency reach
+// kv.Options — the block cache of every store, the load's included, and
+// the simulated disk under the measured stores (on every scheduler,
+// direct too) but not under the load's — and the report's StoreSetup.
+func TestStoreOptions_SlowDisk(t *testing.T) {
+	const latency = 5 * time.Millisecond
+	cfg, _, err := parse(t, "get", "--cache-size", "16777216", "--disk-latency", "5ms", "--dir", t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, int64(16<<20), cfg.cacheSize)
+	assert.Equal(t, latency, cfg.diskLatency)
+	st := &stores{cfg: cfg, dir: cfg.dir, log: io.Discard}
+	assert.Equal(t, bench.StoreSetup{DiskLatency: latency, CacheSize: 16 << 20}, st.StoreSetup())
+
+	load := st.options("", true)
+	assert.Equal(t, int64(16<<20), load.CacheSize)
+	assert.Nil(t, load.FS, "the load runs on the real disk")
+	for _, sched := range knownSchedulers {
+		opts := st.options(sched, false)
+		assert.Equal(t, int64(16<<20), opts.CacheSize, sched)
+		require.NotNil(t, opts.FS, sched)
+		assert.NotEqual(t, vfs.Default, opts.FS, "%s: wrapped", sched)
+		assert.Equal(t, vfs.Default, vfs.Root(opts.FS), "%s: the OS filesystem, wrapped", sched)
+	}
+	// The wrapper is the slow one: a table read through it waits.
+	fs := st.options("direct", false).FS
+	name := filepath.Join(t.TempDir(), "000001.sst")
+	require.NoError(t, os.WriteFile(name, []byte("table"), 0o644))
+	f, err := fs.Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	start := time.Now()
+	_, err = f.ReadAt(make([]byte, 5), 0)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), latency)
+
+	// And the store opened for a run has the block cache asked for.
+	db, err := st.Open("mlfq", false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close(db)) }()
+	require.IsType(t, &kv.DB{}, db)
+	assert.Equal(t, int64(16<<20), db.(*kv.DB).Stats().Storage.BlockCacheCapacity)
+	assert.Contains(t, st.Describe(), "a simulated disk latency of 5ms on every table read after the load")
+
+	cfg, _, err = parse(t)
+	require.NoError(t, err)
+	opts := (&stores{cfg: cfg, log: io.Discard}).options("mlfq", false)
+	assert.Zero(t, opts.CacheSize, "kv's default")
+	assert.Nil(t, opts.FS, "kv's own filesystem")
 }
 
 // TestExitStatus: a usage error exits 2; the rest is cli.ExitStatus's
@@ -238,7 +297,8 @@ func TestRoot_Help(t *testing.T) {
 	require.NoError(t, err)
 	for _, flag := range []string{"--dir", "--keys", "--value-size", "--duration", "--warmup", "--workers",
 		"--clients", "--scanners", "--schedulers", "--seed", "--json", "--plot", "--admin", "-q",
-		"--no-quiet", "--arrival", "priority", "--max-tasks", "--time-slice", "--row-cache", "--sync"} {
+		"--no-quiet", "--arrival", "priority", "--max-tasks", "--time-slice", "--row-cache", "--sync",
+		"--cache-size", "--disk-latency"} {
 		assert.Contains(t, out, flag)
 	}
 	for _, name := range workloadNames() {
@@ -251,6 +311,10 @@ func TestRoot_Help(t *testing.T) {
 	assert.Contains(t, out, "(default 33554432)")
 	assert.Contains(t, out, "exits with status 130")
 	assert.Contains(t, out, "cd cmd/kvbench/ycsb && go run .")
+	assert.Contains(t, out, "simulate a slow disk (0 = off): every read of a table (.sst) blocks its thread for DURATION "+
+		"with a nanosleep inside ReadAt", "--disk-latency says it simulates a disk, and how")
+	assert.Contains(t, out, "the page cache still answers the read")
+	assert.Contains(t, out, "The load runs without it")
 	assert.True(t, strings.HasPrefix(out, "kvbench loads"), out)
 }
 

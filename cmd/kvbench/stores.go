@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/coopkv/coopkv/cmd/internal/cli"
+	"github.com/coopkv/coopkv/cmd/internal/slowdisk"
 	"github.com/coopkv/coopkv/cmd/kvbench/bench"
 	"github.com/coopkv/coopkv/kv"
 )
@@ -57,34 +60,40 @@ type stores struct {
 }
 
 // options are the options of every store kvbench opens, with read
-// scheduler scheduler ("" = the store's default). Writes are synced only
-// with --sync. The log keeps errors only: the write stalls of the bulk
-// load are expected and would clutter the output.
-func (st *stores) options(scheduler string) *kv.Options {
+// scheduler scheduler ("" = the store's default), or of the load's. Writes
+// are synced only with --sync, and never the load's. With --disk-latency
+// the store runs on the simulated slow disk, but not the load's: loading
+// through it would only be slow, and the load is not measured. The log
+// keeps errors only: the write stalls of the bulk load are expected and
+// would clutter the output.
+func (st *stores) options(scheduler string, load bool) *kv.Options {
 	cfg := st.cfg
 	rowCache := cfg.rowCache
 	if rowCache == 0 {
 		rowCache = -1 // kv's "off"; its 0 is the default size
 	}
-	return &kv.Options{
+	opts := &kv.Options{
 		Scheduler:    kv.Scheduler(scheduler),
 		Workers:      cfg.workers,
 		MaxTasks:     cfg.maxTasks,
 		TimeSlice:    cfg.timeSlice,
+		CacheSize:    cfg.cacheSize,
 		RowCacheSize: rowCache,
-		NoSync:       !cfg.sync,
+		NoSync:       !cfg.sync || load,
 		Logger:       slog.New(slog.NewTextHandler(st.log, &slog.HandlerOptions{Level: slog.LevelError})),
 	}
+	if cfg.diskLatency > 0 && !load {
+		// kv then leaves out the disk-health checks it adds to the OS
+		// filesystem, which watch writes, not the reads measured here.
+		opts.FS = slowdisk.New(vfs.Default, cfg.diskLatency)
+	}
+	return opts
 }
 
-// Open opens the store with scheduler scheduler, or the load's, which
-// is never synced, and shows it on the admin endpoint.
+// Open opens the store with scheduler scheduler, or the load's, and
+// shows it on the admin endpoint.
 func (st *stores) Open(scheduler string, load bool) (kv.Store, error) {
-	opts := st.options(scheduler)
-	if load {
-		opts.NoSync = true
-	}
-	db, err := kv.Open(st.dir, opts)
+	db, err := kv.Open(st.dir, st.options(scheduler, load))
 	if err != nil {
 		return nil, err
 	}
@@ -102,9 +111,22 @@ func (st *stores) Close(db kv.Store) error {
 	return db.Close()
 }
 
-// Describe is where the stores are and their pool's size.
+// Describe is where the stores are, their pool's size, and their block
+// cache and simulated disk if set.
 func (st *stores) Describe() string {
-	return fmt.Sprintf("in %s, %d workers", st.dir, st.cfg.resolvedWorkers())
+	s := fmt.Sprintf("in %s, %d workers", st.dir, st.cfg.resolvedWorkers())
+	if st.cfg.cacheSize > 0 {
+		s += fmt.Sprintf(", a block cache of %d bytes", st.cfg.cacheSize)
+	}
+	if st.cfg.diskLatency > 0 {
+		s += fmt.Sprintf(", a simulated disk latency of %v on every table read after the load", st.cfg.diskLatency)
+	}
+	return s
+}
+
+// StoreSetup is the block cache and the simulated disk, for the report.
+func (st *stores) StoreSetup() bench.StoreSetup {
+	return bench.StoreSetup{DiskLatency: st.cfg.diskLatency, CacheSize: st.cfg.cacheSize}
 }
 
 // Workers is the read pool's size.
