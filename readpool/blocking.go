@@ -62,12 +62,19 @@ func (p *Pool) ExitBlocking() {
 }
 
 // extraRule is how many extra workers may step beside the pool's workers:
-// one per step stuck on the CPU (at most one per worker, see monitor.go)
-// and one per read blocked off it, within MaxWorkers. A pure rule: the
+// one per step stuck on the CPU (at most one per worker, see monitor.go),
+// and, while reads are blocked off it, one per blocked read and the CPU
+// controller's slack (cpu.go) — all within MaxWorkers. A pure rule: the
 // counts are passed in.
 type extraRule struct {
 	workers   int // Options.Workers
 	maxExtras int // MaxWorkers − Workers − the spares, ≥ 0
+}
+
+// extraDemand is what the rule counts: steps stuck on the CPU, reads
+// blocked off it, and the controller's slack.
+type extraDemand struct {
+	stuck, blocked, slack int64
 }
 
 // newExtraRule is the rule of a pool of o's Workers and MaxWorkers with
@@ -76,36 +83,57 @@ func newExtraRule(o *Options, spares int) extraRule {
 	return extraRule{workers: o.Workers, maxExtras: max(0, o.MaxWorkers-o.Workers-spares)}
 }
 
-// allowed is how many extras may run with stuck steps stuck and blocked
-// reads blocked.
-func (r extraRule) allowed(stuck, blocked int64) int {
-	n := min(stuck, int64(r.workers)) + max(blocked, 0)
+// allowed is how many extras may run for demand d. The slack counts only
+// while a read is blocked: with none, Workers bounds the steps exactly.
+func (r extraRule) allowed(d extraDemand) int {
+	n := min(d.stuck, int64(r.workers))
+	if d.blocked > 0 {
+		n += d.blocked + max(d.slack, 0)
+	}
 	return int(min(n, int64(r.maxExtras)))
 }
 
 // toStart is how many extras to ready beside the extras running, while
 // tasks are ready (or not).
-func (r extraRule) toStart(extras int, stuck, blocked int64, ready bool) int {
+func (r extraRule) toStart(extras int, d extraDemand, ready bool) int {
 	if !ready {
 		return 0
 	}
-	return max(0, r.allowed(stuck, blocked)-extras)
+	return max(0, r.allowed(d)-extras)
 }
 
 // tooMany reports whether, with extras running, one should go idle.
-func (r extraRule) tooMany(extras int, stuck, blocked int64) bool {
-	return extras > r.allowed(stuck, blocked)
+func (r extraRule) tooMany(extras int, d extraDemand) bool {
+	return extras > r.allowed(d)
+}
+
+// demand is the pool's extraDemand now.
+func (p *Pool) demand() extraDemand {
+	return extraDemand{stuck: p.mon.stuck.Load(), blocked: p.blocked.Load(), slack: p.slack.Load()}
 }
 
 // extraLocked readies one more extra worker if the rule allows one, under
 // p.mu: an idle extra, returned for the caller to signal after unlocking,
-// or a new one, started here (nil is returned then, and when none is
-// allowed).
+// or one whose goroutine it starts here (nil is returned then, and when
+// none is allowed).
 func (p *Pool) extraLocked() *worker {
-	if p.closed || p.rule.toStart(p.extras, p.mon.stuck.Load(), p.blocked.Load(), true) == 0 {
+	if p.closed || p.rule.toStart(p.extras, p.demand(), true) == 0 {
 		return nil
 	}
 	p.extras++
+	w := p.takeExtraLocked()
+	if !w.started {
+		w.started = true
+		p.wg.Add(1)
+		go p.work(w)
+		return nil
+	}
+	return w
+}
+
+// takeExtraLocked takes an idle extra off the list, or makes one (its
+// goroutine not started: a caller may only borrow its slot).
+func (p *Pool) takeExtraLocked() *worker {
 	if n := len(p.extraIdle); n > 0 {
 		w := p.extraIdle[n-1]
 		p.extraIdle = p.extraIdle[:n-1]
@@ -117,15 +145,71 @@ func (p *Pool) extraLocked() *worker {
 		p.extraWorkers = map[*worker]struct{}{}
 	}
 	p.extraWorkers[w] = struct{}{}
-	p.wg.Add(1)
-	go p.work(w)
-	return nil
+	return w
+}
+
+// borrowExtra lends a caller the slot of an extra worker (its lent slot),
+// for a first step inline, if the rule allows one extra more: while reads
+// block, a Get's caller runs it on its own goroutine, as a goroutine per
+// request would, rather than wake an extra and wait to be woken by it —
+// two goroutine switches, each of which may wait ~20 µs for a P that a
+// thread blocked in a read holds. Nil when none is allowed. Close waits
+// for the slot's return (Pool.ending).
+func (p *Pool) borrowExtra() *worker {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.rule.toStart(p.extras, p.demand(), true) == 0 {
+		p.refused.Store(true) // a read waits for want of a slot: the controller hears of it
+		return nil
+	}
+	p.extras++
+	p.ending.Add(1)
+	w := p.takeExtraLocked()
+	w.borrowed = true
+	return w
+}
+
+// giveBackExtra returns an extra's slot a caller borrowed: the extra goes
+// back on the idle list, and if tasks wait and the rule allows, an extra is
+// readied for them. After Close the extra's goroutine (if it has one) is
+// woken to exit, or the extra retired here.
+func (p *Pool) giveBackExtra(w *worker) {
+	p.mu.Lock()
+	w.borrowed = false
+	var wk *worker
+	switch {
+	case p.closed && w.started:
+		wk = w // it was asleep off the list, counted: it sees Close and exits
+	case p.closed:
+		p.extras--
+		p.retireStatsLocked(w)
+	default:
+		p.extras--
+		w.parked = true
+		p.extraIdle = append(p.extraIdle, w)
+		if p.q.Len() > 0 {
+			wk = p.extraLocked()
+		}
+	}
+	p.mu.Unlock()
+	signal(wk)
+	p.ending.Done()
+}
+
+// returnSlot gives back the slot of w that a caller borrowed for a step
+// inline: a parked worker's, or an extra's.
+func (p *Pool) returnSlot(w *worker) {
+	if w.borrowed {
+		p.giveBackExtra(w)
+		return
+	}
+	p.giveBack(w)
 }
 
 // extraTooManyLocked reports whether the extra worker w, between steps,
 // should go idle (or, after Close, exit).
 func (p *Pool) extraTooManyLocked() bool {
-	return p.closed || p.rule.tooMany(p.extras, p.mon.stuck.Load(), p.blocked.Load())
+	return p.closed || p.rule.tooMany(p.extras, p.demand())
 }
 
 // idleExtraLocked puts the extra worker w, which has nothing to do or is
@@ -151,14 +235,20 @@ func (p *Pool) idleExtraLocked(w *worker) bool {
 	return true
 }
 
-// wakeIdleExtrasForCloseLocked takes every idle extra off the list, counted
-// as running again, so that each sees the pool closed and exits.
+// wakeIdleExtrasForCloseLocked takes every idle extra off the list: those
+// with a goroutine are counted as running again and returned, to be woken
+// so that each sees the pool closed and exits; the others are retired here.
 func (p *Pool) wakeIdleExtrasForCloseLocked() []*worker {
-	ws := p.extraIdle
-	p.extraIdle = nil
-	for _, w := range ws {
+	var ws []*worker
+	for _, w := range p.extraIdle {
 		w.parked = false
-		p.extras++
+		if w.started {
+			p.extras++
+			ws = append(ws, w)
+		} else {
+			p.retireStatsLocked(w)
+		}
 	}
+	p.extraIdle = nil
 	return ws
 }

@@ -15,14 +15,14 @@ import (
 
 func TestExtraRule(t *testing.T) {
 	for _, c := range []struct {
-		name               string
-		workers, maxExtras int
-		extras             int
-		stuck, blocked     int64
-		ready              bool
-		wantStart          int
-		wantTooMany        bool
-		wantAllowed        int
+		name                  string
+		workers, maxExtras    int
+		extras                int
+		stuck, blocked, slack int64
+		ready                 bool
+		wantStart             int
+		wantTooMany           bool
+		wantAllowed           int
 	}{
 		{name: "idle", workers: 2, maxExtras: 126, wantAllowed: 0},
 		{name: "one blocked, work ready", workers: 2, maxExtras: 126, blocked: 1, ready: true, wantStart: 1, wantAllowed: 1},
@@ -36,12 +36,16 @@ func TestExtraRule(t *testing.T) {
 		{name: "at MaxWorkers, none more", workers: 2, maxExtras: 6, blocked: 30, extras: 6, ready: true, wantAllowed: 6},
 		{name: "MaxWorkers = Workers: never", workers: 2, maxExtras: 0, stuck: 2, blocked: 30, ready: true},
 		{name: "a count read mid-change below 0 counts as 0", workers: 2, maxExtras: 126, blocked: -1, extras: 1, wantTooMany: true},
+		{name: "slack adds to blocked reads", workers: 2, maxExtras: 126, blocked: 3, slack: 5, extras: 3, ready: true, wantStart: 5, wantAllowed: 8},
+		{name: "slack without a blocked read counts for nothing", workers: 2, maxExtras: 126, slack: 5, extras: 1, ready: true, wantTooMany: true},
+		{name: "slack within MaxWorkers", workers: 2, maxExtras: 6, blocked: 3, slack: 5, ready: true, wantStart: 6, wantAllowed: 6},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := extraRule{workers: c.workers, maxExtras: c.maxExtras}
-			assert.Equal(t, c.wantAllowed, r.allowed(c.stuck, c.blocked), "allowed")
-			assert.Equal(t, c.wantStart, r.toStart(c.extras, c.stuck, c.blocked, c.ready), "toStart")
-			assert.Equal(t, c.wantTooMany, r.tooMany(c.extras, c.stuck, c.blocked), "tooMany")
+			d := extraDemand{stuck: c.stuck, blocked: c.blocked, slack: c.slack}
+			assert.Equal(t, c.wantAllowed, r.allowed(d), "allowed")
+			assert.Equal(t, c.wantStart, r.toStart(c.extras, d, c.ready), "toStart")
+			assert.Equal(t, c.wantTooMany, r.tooMany(c.extras, d), "tooMany")
 		})
 	}
 }

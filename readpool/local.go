@@ -87,9 +87,10 @@ func (l *localQueue) len() int {
 // not step are ended by the caller: they come back in stops.
 func (p *Pool) takeBatchLocked(w *worker, first *Handle, now time.Duration, stops []stopped) []stopped {
 	b := p.batcher
-	if b == nil || p.blocked.Load() > 0 {
-		// Steps block on the disk: a batch would wait behind each of its
-		// reads in turn, where extra workers can run them side by side.
+	if b == nil || w.extra || p.blocked.Load() > 0 {
+		// Steps block on the disk (an extra stands in for one): a batch
+		// would wait behind each of its reads in turn, where extra workers
+		// can run them side by side.
 		return stops
 	}
 	for taken := 1; taken < localCap; taken++ {

@@ -47,6 +47,10 @@ type monitor struct {
 type monitorEnv struct {
 	now     func() time.Duration
 	onStuck func()
+	// tick, if set, runs at every check — the pool's CPU controller
+	// (cpu.go) — and reports whether it wants the next within fastPeriod.
+	tick       func() bool
+	fastPeriod time.Duration
 }
 
 // init readies m, in place (it sits in the Pool), to watch the slots of
@@ -134,7 +138,8 @@ func (m *monitor) anyRunning() bool {
 }
 
 // run is the monitor's loop, until quit closes: a check every quarter of
-// longStep (at least 100 µs), and a sleep while no step runs.
+// longStep (at least 100 µs) — every fastPeriod while tick asks — and a
+// sleep while no step runs and tick asks for nothing.
 func (m *monitor) run() {
 	period := max(m.longStep/4, 100*time.Microsecond)
 	t := time.NewTimer(period)
@@ -149,7 +154,8 @@ func (m *monitor) run() {
 		if m.stuck.Load() > 0 {
 			m.env.onStuck()
 		}
-		if !running {
+		fast := m.env.tick != nil && m.env.tick()
+		if !running && !fast {
 			// Publish that we sleep, then look again: a step that started
 			// before the flag was set is seen now, one after it pokes us.
 			m.parked.Store(true)
@@ -162,15 +168,19 @@ func (m *monitor) run() {
 			}
 			m.parked.Store(false)
 		}
+		if fast {
+			t.Reset(min(period, m.env.fastPeriod))
+			continue
+		}
 		t.Reset(period)
 	}
 }
 
-// startExtrasLocked readies the extra workers the rule allows for the stuck
-// steps (blocking.go), under p.mu.
+// startExtrasLocked readies the extra workers the rule allows (blocking.go)
+// — for stuck steps, or for the controller's slack — under p.mu.
 func (p *Pool) startExtrasLocked() {
 	ready := !p.closed && p.q.Len() > 0
-	for range p.rule.toStart(p.extras, p.mon.stuck.Load(), p.blocked.Load(), ready) {
+	for range p.rule.toStart(p.extras, p.demand(), ready) {
 		signal(p.extraLocked()) // an idle extra's token channel is empty: no wait under the lock
 	}
 }

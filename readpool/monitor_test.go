@@ -105,8 +105,8 @@ func TestMonitor_WatchesEverySlotOfEveryWorker(t *testing.T) {
 func TestMonitor_ExtrasOnlyWhileStuck(t *testing.T) {
 	m, slots := newTestMonitor(2)
 	r := extraRule{workers: 2, maxExtras: 100}
-	toStart := func(extras int, ready bool) int { return r.toStart(extras, m.stuck.Load(), 0, ready) }
-	tooMany := func(extras int) bool { return r.tooMany(extras, m.stuck.Load(), 0) }
+	toStart := func(extras int, ready bool) int { return r.toStart(extras, extraDemand{stuck: m.stuck.Load()}, ready) }
+	tooMany := func(extras int) bool { return r.tooMany(extras, extraDemand{stuck: m.stuck.Load()}) }
 	assert.Zero(t, toStart(0, true), "nothing stuck: no extra")
 	assert.False(t, tooMany(0))
 	assert.True(t, tooMany(1), "nothing stuck: an extra retires")

@@ -63,6 +63,9 @@ type Options struct {
 	// goschedEvery is how much step time a worker runs before it hands its
 	// P back to the Go scheduler; 0 = TimeSlice / 4, at most 100 µs.
 	goschedEvery time.Duration
+	// cpuTime, if set, replaces the process's CPU clock of the CPU
+	// controller (cpu.go): tests pass a fake one.
+	cpuTime func() time.Duration
 	// handoffDelay is how long a worker that readied a blocked caller may
 	// go on stepping new tasks before it gives its P to that caller;
 	// 0 = defaultHandoffDelay, negative = at once.
@@ -215,7 +218,9 @@ type SpawnOptions struct {
 //   - heldTimer (heldtimer.go): the timer that wakes a worker when a task
 //     the queue holds back is due;
 //   - extraRule (blocking.go): how many extra workers may step beside the
-//     workers while steps are blocked off the CPU or stuck on it.
+//     workers while steps are blocked off the CPU or stuck on it;
+//   - slackPolicy and cpuMeter (cpu.go): the CPU controller that lets more
+//     steps run while reads block and the CPU has room.
 //
 // The pool holds the lock they share (mu) and the rest: spawning
 // (spawn.go, bypass.go), a task's life in and out of the queue and the
@@ -271,6 +276,13 @@ type Pool struct {
 	// blocked counts the goroutines blocked off the CPU between
 	// EnterBlocking and ExitBlocking (blocking.go).
 	blocked atomic.Int64
+	// slack is how many steps more than the blocked reads the CPU
+	// controller lets run while reads block (cpu.go); it and meter are
+	// written only by the monitor's loop.
+	slack       atomic.Int64
+	refused     atomic.Bool // a caller found no extra slot to step in (borrowExtra)
+	meter       cpuMeter
+	slackPolicy slackPolicy
 	// longLive counts the accepted, not yet completed tasks that are not
 	// point reads (SpawnOptions.Short): scans, coprocessor requests.
 	longLive atomic.Int64
@@ -324,7 +336,11 @@ func New(opts Options) (*Pool, error) {
 		p.mu.Lock()
 		p.startExtrasLocked()
 		p.mu.Unlock()
-	}})
+	}, tick: p.slackTick, fastPeriod: slackPeriod})
+	p.meter = cpuMeter{env: goCPUEnv(p.now)}
+	if opts.cpuTime != nil {
+		p.meter.env.cpuTime = opts.cpuTime
+	}
 	// Started once all exist: a worker that steals reads the list.
 	for _, w := range p.slots.workers {
 		p.wg.Add(1)
@@ -332,6 +348,7 @@ func New(opts Options) (*Pool, error) {
 	}
 	p.startSpares()
 	p.rule = newExtraRule(&p.opts, len(p.spares))
+	p.slackPolicy = defaultSlackPolicy(p.rule.maxExtras)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()

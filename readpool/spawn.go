@@ -44,6 +44,12 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 		if w := p.borrow(); w != nil {
 			return p.spawnInline(h, w)
 		}
+		if p.blocked.Load() > 0 {
+			// Reads wait on the disk: an extra's slot may be free.
+			if w := p.borrowExtra(); w != nil {
+				return p.spawnInline(h, w)
+			}
+		}
 	}
 	h.watch()
 	now := p.now()
@@ -126,7 +132,7 @@ func (p *Pool) spawnDone(h *Handle, err error) (*Handle, error) {
 // anyone waiting); one that yields or waits is adopted by the pool.
 func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
 	if p.closedFlag.Load() { // Close may have missed our borrow: see giveBack
-		p.giveBack(w)
+		p.returnSlot(w)
 		return nil, ErrClosed
 	}
 	p.accept(h)
@@ -138,7 +144,7 @@ func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
 	if r.finished() {
 		p.completeStep(s, h, &r)
 		p.recycle(h)
-		p.giveBack(w)
+		p.returnSlot(w)
 		return h, nil
 	}
 	p.mu.Lock()
@@ -161,7 +167,7 @@ func (p *Pool) fileLentLocked(w *worker, h *Handle, r *stepResult) {
 		p.complete(h, stop, &w.lent.stats.completed)
 		p.recycle(h)
 	}
-	p.giveBack(w)
+	p.returnSlot(w)
 }
 
 // accept counts h among the pool's live tasks: in the invariants' count,

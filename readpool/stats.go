@@ -20,6 +20,9 @@ type Stats struct {
 	// Pool.EnterBlocking and ExitBlocking: steps waiting on a slow disk
 	// (and Pebble's background reads, which the pool cannot tell apart).
 	Blocked int64 `json:"blocked"`
+	// Slack is how many steps beyond the blocked reads the CPU controller
+	// lets run now, while reads block and the CPU has room.
+	Slack int64 `json:"slack"`
 	// Spares are the spare workers, which step urgent work while every
 	// worker is busy (Options.Spares).
 	Spares int `json:"spares"`
@@ -103,7 +106,7 @@ func summary(h *hist.Histogram) DurationSummary {
 // taken under load may be off by the tasks that moved while it was taken.
 func (p *Pool) Stats() Stats {
 	var agg workerStats
-	s := Stats{Workers: len(p.slots.workers), MaxWorkers: p.opts.MaxWorkers, Blocked: p.blocked.Load()}
+	s := Stats{Workers: len(p.slots.workers), MaxWorkers: p.opts.MaxWorkers, Blocked: p.blocked.Load(), Slack: p.slack.Load()}
 	for _, w := range p.slots.workers {
 		for _, sl := range []*slot{&w.own, &w.lent} {
 			agg.add(&sl.stats)
@@ -123,9 +126,11 @@ func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	agg.add(&p.retired)
 	for w := range p.extraWorkers {
-		agg.add(&w.own.stats)
-		if w.own.stepStart.Load() != 0 {
-			s.Busy++
+		for _, sl := range []*slot{&w.own, &w.lent} {
+			agg.add(&sl.stats)
+			if sl.stepStart.Load() != 0 {
+				s.Busy++
+			}
 		}
 	}
 	s.Parked = len(p.slots.parked)

@@ -29,8 +29,12 @@ type worker struct {
 	lend   atomic.Uint32
 	wake   chan struct{} // capacity 1: whoever moves lend to lendAwake sends once
 	extra  bool
-	parked bool       // on a parked list (slots', or the spares'); under Pool.mu
-	local  localQueue // tasks taken in a batch, or stolen (see local.go)
+	parked bool // on a parked list (slots', the spares' or the idle extras'); under Pool.mu
+	// started says an extra's goroutine runs (an extra may exist only to
+	// lend its slot, see borrowExtra); borrowed, that a caller holds its
+	// slot. Under Pool.mu.
+	started, borrowed bool
+	local             localQueue // tasks taken in a batch, or stolen (see local.go)
 }
 
 type workerStats struct {
@@ -238,12 +242,18 @@ func (p *Pool) park(w *worker) {
 // in the queue goes to a parked worker.
 func (p *Pool) retireLocked(w *worker) {
 	p.extras--
-	p.retired.add(&w.own.stats)
-	delete(p.extraWorkers, w)
+	p.retireStatsLocked(w)
 	var wk *worker
 	if p.q.Len() > 0 {
 		wk = p.slots.unparkOneLocked()
 	}
 	p.mu.Unlock()
 	signal(wk)
+}
+
+// retireStatsLocked keeps the figures of an extra that leaves the pool.
+func (p *Pool) retireStatsLocked(w *worker) {
+	p.retired.add(&w.own.stats)
+	p.retired.add(&w.lent.stats)
+	delete(p.extraWorkers, w)
 }
