@@ -677,3 +677,22 @@ func TestPreempted_SaysWhenLevel0WorkWaits(t *testing.T) {
 		assert.Zero(t, p.Stats().Preempted, "Preempted counts nothing; ShouldYield does")
 	})
 }
+
+func TestSliceUsed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, Options{Workers: 1, TimeSlice: 10 * time.Millisecond})
+		var before, after bool
+		task, done := doneTask(func(sc *StepContext) Status {
+			time.Sleep(9 * time.Millisecond) // part of a unit of fake work
+			before = sc.SliceUsed()
+			time.Sleep(time.Millisecond)
+			after = sc.SliceUsed()
+			return Ready
+		})
+		_, err := p.Spawn(context.Background(), task, SpawnOptions{})
+		require.NoError(t, err)
+		require.NoError(t, <-done)
+		assert.False(t, before, "9 ms of a 10 ms slice")
+		assert.True(t, after, "the slice is used")
+	})
+}

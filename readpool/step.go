@@ -49,6 +49,12 @@ func (sc *StepContext) Waker() Waker { return Waker{sc.h, sc.h.gen} }
 // waits for part of a unit, not all of it. ShouldYield then says to yield.
 func (sc *StepContext) Preempted() bool { return sc.class > sc.p.pre.Load() }
 
+// SliceUsed reports whether the step has used its time slice, without
+// counting a unit: a step in the middle of a long unit of work — a scan
+// filling a batch from a slow disk, each of its blocks a read of 200 µs to
+// a few ms — may end the unit early, as for Preempted. One clock read.
+func (sc *StepContext) SliceUsed() bool { return sc.p.now() >= sc.deadline }
+
 // ShouldYield is asked before each unit of work: true means the step has
 // used its time slice or its budget, or more urgent work waits (the queue's
 // Preemption hint), and should return Yield without doing the unit. A false

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/assert"
@@ -25,7 +26,12 @@ func newPool(t *testing.T, o readpool.Options) *readpool.Pool {
 
 // sources opens a reader of db for spec of each kind.
 func sources(t *testing.T, db *pebble.DB) map[string]func(ctx context.Context, spec Spec) (Source, *Cursor) {
-	p := newPool(t, readpool.Options{Workers: 1})
+	return sourcesOn(t, db, readpool.Options{Workers: 1})
+}
+
+// sourcesOn is sources with the pooled reader on a pool of options o.
+func sourcesOn(t *testing.T, db *pebble.DB, o readpool.Options) map[string]func(ctx context.Context, spec Spec) (Source, *Cursor) {
+	p := newPool(t, o)
 	return map[string]func(context.Context, Spec) (Source, *Cursor){
 		"pooled": func(ctx context.Context, spec Spec) (Source, *Cursor) {
 			c, err := NewCursor(db, spec)
@@ -66,7 +72,9 @@ func readAll(t *testing.T, r Source, each func(b *Batch)) int {
 
 func TestSource_ReadsEverythingInGrowingBatches(t *testing.T) {
 	db := openPebble(t, 5000, 8)
-	for name, open := range sources(t, db) {
+	// A slice of an hour: the batch sizes are the growth rule's, never cut
+	// short by a used slice (see unitEnd) on a slow run.
+	for name, open := range sourcesOn(t, db, readpool.Options{Workers: 1, TimeSlice: time.Hour}) {
 		t.Run(name, func(t *testing.T) {
 			r, c := open(context.Background(), Spec{})
 			var sizes []int
