@@ -273,16 +273,6 @@ type Pool struct {
 	wakes        atomic.Int64
 	preempted    atomic.Int64 // steps cut short for more urgent work
 	bypassed     atomic.Int64 // reads served by Bypass, without a task
-	// blocked counts the goroutines blocked off the CPU between
-	// EnterBlocking and ExitBlocking (blocking.go).
-	blocked atomic.Int64
-	// slack is how many steps more than the blocked reads the CPU
-	// controller lets run while reads block (cpu.go); it and meter are
-	// written only by the monitor's loop.
-	slack       atomic.Int64
-	refused     atomic.Bool // a caller found no extra slot to step in (borrowExtra)
-	meter       cpuMeter
-	slackPolicy slackPolicy
 	// longLive counts the accepted, not yet completed tasks that are not
 	// point reads (SpawnOptions.Short): scans, coprocessor requests.
 	longLive atomic.Int64
@@ -299,6 +289,22 @@ type Pool struct {
 	mon       monitor
 	closeDone chan struct{}
 	inv       poolInvariants
+
+	// On cache lines of their own: every spawn that finds no parked
+	// worker reads blocked and slack, which change only while reads block;
+	// the counters above change per task.
+	_ [64]byte
+	// blocked counts the goroutines blocked off the CPU between
+	// EnterBlocking and ExitBlocking (blocking.go).
+	blocked atomic.Int64
+	// slack is how many steps more than the blocked reads the CPU
+	// controller lets run while reads block (cpu.go); it and meter are
+	// written only by the monitor's loop.
+	slack       atomic.Int64
+	refused     atomic.Bool // a caller found no extra slot to step in (borrowExtra)
+	_           [64]byte
+	meter       cpuMeter
+	slackPolicy slackPolicy
 }
 
 // New starts a pool.
