@@ -29,8 +29,7 @@ func (t *Task) Step(sc *readpool.StepContext) readpool.Status {
 		}
 		// A batch ends early when urgent work waits (a Get queued behind
 		// this step): it then waits for 64 rows, not up to 1,024. So does
-		// one that outlives the step's slice: on a slow disk 1,024 rows of
-		// 1 KB are 256 reads, a quarter of a second at 1 ms a read.
+		// one that outlives the step's slice on a slow disk (Overdue).
 		rows, bytes, err := t.c.FillUnless(b, unitEnd{sc})
 		sc.Charge(rows, bytes)
 		if err != nil {
@@ -69,7 +68,7 @@ func (t *Task) Done(err error) {
 	t.s.finish(err)
 }
 
-// unitEnd ends a batch early for urgent work or a used slice.
+// unitEnd ends a batch early when its step is overdue.
 type unitEnd struct{ sc *readpool.StepContext }
 
-func (u unitEnd) Preempted() bool { return u.sc.Preempted() || u.sc.SliceUsed() }
+func (u unitEnd) Preempted() bool { return u.sc.Overdue() }
