@@ -60,6 +60,20 @@
 // until the task produced something (a scan's quick consumer) runs the step
 // itself, if the queue, asked through Push and Pop, would run it now.
 //
+// # Steps blocked off the CPU
+//
+// Workers bound the steps on the CPU, not the reads in flight. A step about
+// to block in a system call — a read from a slow disk — says so
+// ([Pool.EnterBlocking], [Pool.ExitBlocking]; the store's filesystem does
+// it for every table read while the disk is slow), and the pool lets one
+// more step run meanwhile, on an extra worker or, for an Inline spawn, on
+// the caller's goroutine. While reads block and tasks wait, a controller
+// reads the process's CPU use every millisecond and lets a few more run
+// while it is below 75% of GOMAXPROCS (cpu.go): a step whose read has
+// returned still waits for a P, and counted as running it held a slot the
+// CPU did not need. Options.MaxWorkers bounds them all. With no read
+// blocked, Workers bounds the steps exactly, as before.
+//
 // # Overload, cancellation, failures
 //
 // At MaxTasks queued and running tasks Spawn fails with [ErrBusy]; Pending

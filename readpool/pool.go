@@ -240,11 +240,7 @@ type Pool struct {
 	waiting  Handle // sentinel of the list of WAITING tasks
 	waitingN int
 	running  int // tasks taken from the queue (or adopted after an inline step) whose step has not been filed
-	// extras counts the extra workers awake (blocking.go); extraIdle are
-	// the others, asleep, LIFO.
-	extras    int
-	extraIdle []*worker
-	rule      extraRule
+	extras   int // the extra workers awake (blocking.go)
 	// spares are the spare workers (see spare.go); spareParked those of
 	// them asleep, LIFO.
 	spares      []*worker
@@ -305,6 +301,10 @@ type Pool struct {
 	_           [64]byte
 	meter       cpuMeter
 	slackPolicy slackPolicy
+	// Under mu: the idle extra workers, LIFO, and the rule for how many
+	// may run (blocking.go).
+	extraIdle []*worker
+	rule      extraRule
 }
 
 // New starts a pool.

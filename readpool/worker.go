@@ -31,8 +31,9 @@ type worker struct {
 	extra  bool
 	parked bool // on a parked list (slots', the spares' or the idle extras'); under Pool.mu
 	// started says an extra's goroutine runs (an extra may exist only to
-	// lend its slot, see borrowExtra); borrowed, that a caller holds its
-	// slot. Under Pool.mu.
+	// lend its slot, see borrowExtra), under Pool.mu; borrowed, that a
+	// caller holds its slot: set and cleared by that caller under Pool.mu,
+	// read by it alone (returnSlot).
 	started, borrowed bool
 	local             localQueue // tasks taken in a batch, or stolen (see local.go)
 }
