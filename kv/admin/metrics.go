@@ -19,6 +19,7 @@ type collector struct {
 	db *kv.DB
 
 	workers, busy, parked, extra          *prometheus.Desc
+	maxWorkers, blocked, slack            *prometheus.Desc
 	tasks                                 *prometheus.Desc // by state: queued, held, running, pending
 	tasksTotal                            *prometheus.Desc // by outcome
 	steps, yields, wakes, long, preempted *prometheus.Desc
@@ -36,6 +37,8 @@ type collector struct {
 	levelTables, levelBytes                *prometheus.Desc
 	resourceControl, closed                *prometheus.Desc
 	failed, diskFull                       *prometheus.Desc
+	tableReads, tableReadSeconds           *prometheus.Desc
+	slowTableReads, diskSlow               *prometheus.Desc
 }
 
 func newCollector(db *kv.DB) *collector {
@@ -45,9 +48,9 @@ func newCollector(db *kv.DB) *collector {
 	return &collector{
 		db:      db,
 		workers: d("pool_workers", "Read-pool workers."),
-		busy:    d("pool_busy_workers", "Worker slots running a step now."),
+		busy:    d("pool_busy_workers", "Worker slots running a step now: the workers in use."),
 		parked:  d("pool_parked_workers", "Workers asleep with a free slot."),
-		extra:   d("pool_extra_workers", "Temporary workers standing in for workers stuck in a long step."),
+		extra:   d("pool_extra_workers", "Temporary workers awake beside the workers, standing in for steps stuck on the CPU or blocked off it."),
 		tasks:   d("pool_tasks", "Read tasks by state now: queued (ready), held (until a later time), running (stepping), pending (waiting for a wake).", "state"),
 		tasksTotal: d("pool_tasks_total", "Read tasks by how they ended or began: spawned, inline (first step on the caller), completed, cancelled, "+
 			"dropped (ended while waiting for a worker), panicked, rejected_busy (refused: pool full), bypassed (row-cache hits served on the caller without a task).", "outcome"),
@@ -65,6 +68,12 @@ func newCollector(db *kv.DB) *collector {
 		level0Chance: d("pool_level0_target_share", "Share of worker time level 0 is entitled to now, given which levels have work."),
 		queueWait:    d("pool_queue_wait_seconds", "Time a task waited in the queue before each step."),
 		stepDuration: d("pool_step_duration_seconds", "Duration of each step."),
+
+		// The pool bounds the CPU, not the reads in flight (issue 29): these
+		// say how far past its workers it runs while reads wait on the disk.
+		maxWorkers: d("pool_max_workers", "Bound on the goroutines stepping tasks at once: workers, spares and extras (Options.MaxWorkers)."),
+		blocked:    d("pool_blocked_steps", "Goroutines blocked off the CPU now: steps waiting on a slow disk, and Pebble's background reads."),
+		slack:      d("pool_slack_steps", "Steps beyond the blocked ones that the CPU controller lets run now, while reads block and the CPU has room."),
 
 		groupRU:           d("group_ru_total", "Request units a resource group has consumed.", "group"),
 		groupRULastSecond: d("group_ru_last_second", "Request units a resource group consumed over the last second.", "group"),
@@ -87,6 +96,11 @@ func newCollector(db *kv.DB) *collector {
 		closed:          d("closed", "1 once the store is closed."),
 		failed:          d("failed", "1 once a write error the store cannot recover from (kv.ErrFailed) refuses its writes."),
 		diskFull:        d("disk_full", "1 while writes are refused for want of disk space (kv.ErrDiskFull)."),
+
+		tableReads:       d("storage_table_reads_total", "Reads of tables from the filesystem: block-cache misses and compactions' reads."),
+		tableReadSeconds: d("storage_table_read_seconds_total", "Time spent in table reads; over coopkv_storage_table_reads_total, the mean read latency."),
+		slowTableReads:   d("storage_slow_table_reads_total", "Table reads that told the pool they waited on a slow disk, so that it ran another read meanwhile."),
+		diskSlow:         d("storage_disk_slow", "1 while the recent table reads' moving average latency is 30 µs or more: reads then give their CPU slot away."),
 	}
 }
 
@@ -94,14 +108,15 @@ func newCollector(db *kv.DB) *collector {
 // names once, at registration.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.workers, c.busy, c.parked, c.extra, c.tasks, c.tasksTotal,
+		c.workers, c.busy, c.parked, c.extra, c.maxWorkers, c.blocked, c.slack, c.tasks, c.tasksTotal,
 		c.steps, c.yields, c.wakes, c.long, c.preempted, c.handoffs, c.here,
 		c.levelQueued, c.levelSteps, c.levelSeconds, c.level0Share, c.level0Chance,
 		c.queueWait, c.stepDuration,
 		c.groupRU, c.groupRULastSecond, c.groupThrottled, c.groupRUPerSec, c.groupTasks, c.groupRejected,
 		c.cacheHits, c.cacheMisses, c.cacheEvictions,
 		c.diskBytes, c.memtableBytes, c.blockCacheBytes, c.blockHits, c.blockMiss,
-		c.levelTables, c.levelBytes, c.resourceControl, c.closed, c.failed, c.diskFull,
+		c.levelTables, c.levelBytes, c.tableReads, c.tableReadSeconds, c.slowTableReads, c.diskSlow,
+		c.resourceControl, c.closed, c.failed, c.diskFull,
 	} {
 		ch <- d
 	}
@@ -126,6 +141,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.busy, float64(p.Busy))
 		gauge(c.parked, float64(p.Parked))
 		gauge(c.extra, float64(p.Extra))
+		gauge(c.maxWorkers, float64(p.MaxWorkers))
+		gauge(c.blocked, float64(p.Blocked))
+		gauge(c.slack, float64(p.Slack))
 		for _, st := range []struct {
 			name string
 			n    int
@@ -190,6 +208,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.levelTables, float64(l.Tables), lv)
 			gauge(c.levelBytes, float64(l.Bytes), lv)
 		}
+		counter(c.tableReads, float64(st.TableReads))
+		counter(c.tableReadSeconds, st.TableReadTime.Seconds())
+		counter(c.slowTableReads, float64(st.SlowTableReads))
+		gauge(c.diskSlow, b2f(st.DiskSlow))
 	}
 }
 
