@@ -28,6 +28,8 @@ type poolReport struct {
 	LevelShares []float64 `json:"level_shares"`
 	// Caches are the store's caches: their sizes in force and hits.
 	Caches caches `json:"caches"`
+	// Disk is what the store's table reads have met on the disk.
+	Disk tableReads `json:"disk"`
 }
 
 // caches are the sizes in force of a running store's caches and memtable,
@@ -43,6 +45,27 @@ type caches struct {
 	RowCacheHitRate    float64 `json:"row_cache_hit_rate"`
 }
 
+// tableReads are a running store's table reads (kv.StorageStats): how
+// many, how long they took, and whether the disk counts as slow — which
+// decides whether a read waiting on it lets the pool run another.
+type tableReads struct {
+	TableReads    int64         `json:"table_reads"`
+	TableReadTime time.Duration `json:"table_read_time_ns"`
+	// MeanTableRead is TableReadTime ÷ TableReads, 0 before the first read.
+	MeanTableRead  time.Duration `json:"mean_table_read_ns"`
+	Slow           bool          `json:"disk_slow"`
+	SlowTableReads int64         `json:"slow_table_reads"`
+}
+
+// newTableReads takes the table reads' figures from a store's.
+func newTableReads(s *kv.StorageStats) tableReads {
+	d := tableReads{TableReads: s.TableReads, TableReadTime: s.TableReadTime, Slow: s.DiskSlow, SlowTableReads: s.SlowTableReads}
+	if d.TableReads > 0 {
+		d.MeanTableRead = d.TableReadTime / time.Duration(d.TableReads)
+	}
+	return d
+}
+
 // newPoolCmd builds "kvctl pool" (GET /stats).
 func newPoolCmd(out *output) *cobra.Command {
 	var lf liveFlags
@@ -51,8 +74,14 @@ func newPoolCmd(out *output) *cobra.Command {
 		Short: "Show the read pool: workers, queue levels, tasks, latencies",
 		Long: `pool shows the read pool of a running store (GET /stats):
 
-  scheduler and workers: busy (running a step), parked (asleep), extra
-    (temporary workers standing in for stuck ones);
+  scheduler and workers: the workers (the steps that may run on the CPU
+    at once) and at most how many goroutines step tasks, extras
+    included (MaxWorkers); busy (workers in use: running a step), parked
+    (asleep), extra (temporary workers standing in for steps stuck on
+    the CPU or blocked off it), spare;
+  blocked: the steps off the CPU, waiting on a slow disk (and Pebble's
+    background reads), and the slack: steps beyond them that the CPU
+    controller lets run while the CPU has room;
   each queue level: tasks queued, its share of the step time so far (the
     level's time ÷ all levels'), and its steps; level 0's share beside
     its chance, the share the scheduler currently targets for it;
@@ -69,7 +98,11 @@ func newPoolCmd(out *output) *cobra.Command {
     spare workers (point reads stepped while every worker was busy);
   the caches in force: the block cache's capacity (memtables included),
     what it holds and its hit rate, the memtable size, and the row
-    cache's capacity and hit rate.
+    cache's capacity and hit rate;
+  the disk: table reads (block-cache misses and compactions' reads),
+    their mean latency, and whether the disk counts as slow (the recent
+    reads' average at 30 µs or more: a read then lets the pool run
+    another meanwhile), with the reads made so.
 
 With the direct scheduler reads run on their callers' goroutines and
 there is no pool to show.`,
@@ -86,7 +119,7 @@ there is no pool to show.`,
 				BlockCacheCapacity: st.Storage.BlockCacheCapacity, BlockCacheBytes: st.Storage.BlockCacheBytes,
 				BlockCacheHitRate: st.Storage.BlockCacheHitRate, MemTableSize: st.Storage.MemTableSize,
 				RowCache: st.RowCache.Enabled, RowCacheCapacity: st.RowCache.Capacity, RowCacheHitRate: st.RowCache.HitRate,
-			}}
+			}, Disk: newTableReads(&st.Storage)}
 			if st.Pool != nil && st.Pool.Queue.Kind != priorityQueue {
 				rep.LevelShares = levelShares(st.Pool.Queue.Levels)
 			}
@@ -141,7 +174,8 @@ func (r *poolReport) WriteText(w io.Writer) error {
 	}
 	p := r.Pool
 	t.Printf("scheduler\t%s (queue %s)%s\n", r.Scheduler, p.Queue.Kind, closedNote(r.Closed))
-	t.Printf("workers\t%d: busy %d, parked %d, extra %d, spare %d\n", p.Workers, p.Busy, p.Parked, p.Extra, p.Spares)
+	t.Printf("workers\t%d, at most %d with extras: busy %d (in use), parked %d, extra %d, spare %d\n", p.Workers, p.MaxWorkers, p.Busy, p.Parked, p.Extra, p.Spares)
+	t.Printf("blocked\t%d steps waiting on the disk; slack %d (steps the CPU controller lets run beside them)\n", p.Blocked, p.Slack)
 	t.Printf("tasks now\tqueued %d, held %d, running %d, pending %d\n", p.Queued, p.Held, p.Running, p.Pending)
 	t.Println()
 	if p.Queue.Kind == priorityQueue {
@@ -186,6 +220,12 @@ func (r *poolReport) WriteText(w io.Writer) error {
 	} else {
 		t.Println("row cache\toff")
 	}
+	d := &r.Disk
+	disk := "fast"
+	if d.Slow {
+		disk = "slow (a read waiting on it lets another run)"
+	}
+	t.Printf("table reads\t%d, mean %s; disk %s, %d reads made while slow\n", d.TableReads, shortDur(d.MeanTableRead), disk, d.SlowTableReads)
 	return t.Flush()
 }
 

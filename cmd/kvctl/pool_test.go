@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +15,12 @@ import (
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/kv/admin"
 	"github.com/coopkv/coopkv/kv/kvtest"
+	"github.com/coopkv/coopkv/readpool"
 )
 
 func TestPool(t *testing.T) {
 	db, addr := liveStore(t, kv.Options{Workers: 2})
+	require.NoError(t, db.Flush()) // so that Gets read a table
 	load(t, db, "")
 	reads(t, db, "", 100)
 
@@ -27,6 +30,9 @@ func TestPool(t *testing.T) {
 	p := rep.Pool
 	require.NotNil(t, p)
 	assert.Equal(t, 2, p.Workers)
+	assert.Equal(t, 128, p.MaxWorkers, "64 × Workers by default")
+	assert.Zero(t, p.Blocked, "in memory no read waits on the disk")
+	assert.Zero(t, p.Slack)
 	assert.GreaterOrEqual(t, p.Spawned, int64(101))
 	assert.GreaterOrEqual(t, p.Completed, int64(101))
 	assert.GreaterOrEqual(t, p.Steps, int64(101))
@@ -54,10 +60,15 @@ func TestPool(t *testing.T) {
 	assert.Equal(t, db.Options().CacheSize, c.BlockCacheCapacity)
 	assert.Positive(t, c.MemTableSize)
 	assert.False(t, c.RowCache, "liveStore turns it off")
+	d := rep.Disk
+	assert.Positive(t, d.TableReads)
+	assert.Positive(t, d.TableReadTime)
+	assert.Equal(t, d.TableReadTime/time.Duration(d.TableReads), d.MeanTableRead)
 
 	out := kvctl(t, "pool", "--addr", addr).ok(t)
 	for _, s := range []string{
-		"scheduler  mlfq (queue mlfq)", "workers", "busy", "parked", "extra",
+		"scheduler  mlfq (queue mlfq)", "workers", "at most 128 with extras", "busy", "(in use)", "parked", "extra",
+		"blocked    0 steps waiting on the disk; slack 0", "table reads", "mean", "reads made while slow",
 		"share of step time", "chance (target)", "rejected_busy", "inline",
 		"queue wait", "step time", "p99", "long", "preempted", "yields", "bypassed", "caller hand-offs", "stepped by their consumer",
 		"by the spares", "spare 1", "local queues", "taken in batches", "stolen", "block cache",
@@ -75,6 +86,40 @@ func TestPool_Direct(t *testing.T) {
 	assert.Contains(t, m, "pool")
 	assert.Nil(t, m["pool"])
 	assert.Equal(t, "no read pool (scheduler direct)\n", kvctl(t, "pool", "--addr", addr).ok(t))
+}
+
+// TestPoolReport_WriteText: the workers in use against the workers and
+// their bound, the steps off the CPU, and the table reads with their mean
+// and the disk's state, as the text shows them.
+func TestPoolReport_WriteText(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		disk tableReads
+		want string
+	}{
+		{"fast disk", tableReads{}, "table reads  0, mean 0s; disk fast, 0 reads made while slow\n"},
+		{"slow disk", newTableReads(&kv.StorageStats{TableReads: 3000, TableReadTime: 600 * time.Millisecond, DiskSlow: true, SlowTableReads: 2900}),
+			"table reads  3000, mean 200µs; disk slow (a read waiting on it lets another run), 2900 reads made while slow\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := poolReport{Scheduler: kv.SchedulerMLFQ, Disk: tc.disk, Pool: &readpool.Stats{
+				Workers: 2, MaxWorkers: 128, Busy: 5, Parked: 0, Extra: 3, Spares: 1, Blocked: 4, Slack: 1,
+				Queue: readpool.QueueStats{Kind: "fifo"},
+			}}
+			var b strings.Builder
+			require.NoError(t, rep.WriteText(&b))
+			out := b.String()
+			t.Log(out)
+			assert.Contains(t, out, "workers    2, at most 128 with extras: busy 5 (in use), parked 0, extra 3, spare 1\n")
+			assert.Contains(t, out, "blocked    4 steps waiting on the disk; slack 1 (steps the CPU controller lets run beside them)\n")
+			assert.True(t, strings.HasSuffix(out, tc.want), "ends with %q", tc.want)
+		})
+	}
+}
+
+func TestNewTableReads_NoReadsNoMean(t *testing.T) {
+	assert.Equal(t, tableReads{TableReadTime: time.Second}, newTableReads(&kv.StorageStats{TableReadTime: time.Second}))
+	assert.Equal(t, 250*time.Microsecond, newTableReads(&kv.StorageStats{TableReads: 4, TableReadTime: time.Millisecond}).MeanTableRead)
 }
 
 func TestShortDur(t *testing.T) {
