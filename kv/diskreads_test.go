@@ -3,11 +3,9 @@ package kv
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -47,38 +45,6 @@ func TestIsTable(t *testing.T) {
 	}
 }
 
-// gateFS blocks the reads of table files' first data block (offset 0) on
-// release while armed, as a read from a slow disk blocks, and says when one
-// is blocked. Only that block: Pebble's background work reads a new
-// table's index and properties (its table stats), never its data.
-type gateFS struct {
-	vfs.FS
-	armed   atomic.Bool
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (fs *gateFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
-	f, err := fs.FS.Open(name, opts...)
-	if err != nil || !isTable(name) {
-		return f, err
-	}
-	return &gateFile{File: f, fs: fs}, nil
-}
-
-type gateFile struct {
-	vfs.File
-	fs *gateFS
-}
-
-func (f *gateFile) ReadAt(p []byte, off int64) (int, error) {
-	if off == 0 && f.fs.armed.Load() {
-		f.fs.entered <- struct{}{}
-		<-f.fs.release
-	}
-	return f.File.ReadAt(p, off)
-}
-
 // within waits for ch, failing the test if it takes longer than a minute:
 // a wait that long has hung, on any machine.
 func within[T any](t *testing.T, ch <-chan T, what string) T {
@@ -96,12 +62,12 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 // a Get blocked in a table read on a slow disk lets the next Get run
 // meanwhile; the slow read is counted and told to the pool.
 func TestDiskReads_BlockedGetLetsAQueuedReadRun(t *testing.T) {
-	fs := &gateFS{FS: vfs.NewMem(), entered: make(chan struct{}), release: make(chan struct{})}
+	fs := newHoldFS() // multiget_disk_test.go
 	// A slice of an hour puts the long-step monitor (20 slices) out of
 	// reach: only the blocked read's word to the pool lets the second Get
 	// run.
 	db := openTest(t, "", &Options{FS: fs, Workers: 1, RowCacheSize: -1, spares: -1, TimeSlice: time.Hour})
-	db.reads.avg.Store(int64(time.Millisecond)) // the disk has been slow
+	fs.reads.Store(db.reads) // the disk is slow, every read says
 	for i := range 100 {
 		require.NoError(t, db.Set(fmt.Appendf(nil, "t%03d", i), []byte("table")))
 	}

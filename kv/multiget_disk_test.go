@@ -153,7 +153,9 @@ func TestMultiGet_SplitEqualsOneTask(t *testing.T) {
 }
 
 // holdFS holds the reads of tables' first data block (offset 0) while
-// armed, until release is closed, as gateFS does; it says on entered when
+// armed, until release is closed, as a read from a slow disk blocks. Only
+// that block: Pebble's background work reads a new table's index and
+// properties (its table stats), never its data. It says on entered when
 // one is held, without waiting for the test to count it. And it keeps the
 // store's disk slow: a table read sets the reads' moving average to 1 ms
 // before the store's own watch updates it, so that reads answered from
