@@ -1,0 +1,178 @@
+package kv
+
+import (
+	"bytes"
+	"slices"
+)
+
+// The conflict log of optimistic transactions (issue 30), as badger's
+// oracle keeps one: every write that commits while a transaction is open
+// is recorded with its commit sequence, and a transaction that began at
+// sequence s conflicts at its commit if any write recorded after s touched
+// a key it read or a key inside a range it scanned. Records of commits no
+// open transaction began before are dropped, so memory is bounded by the
+// open transactions; with none open, a write records nothing — its cost is
+// the check that none is.
+//
+// A pure data structure: the caller holds the lock that orders commits
+// (the same one that orders the WAL, so commit order and WAL order agree),
+// and the tests drive it without goroutines.
+
+// span is a half-open range of keys [start, end); a nil end is open.
+type span struct {
+	start, end []byte
+}
+
+// contains reports whether key is inside s.
+func (s span) contains(key []byte) bool {
+	return bytes.Compare(key, s.start) >= 0 && (s.end == nil || bytes.Compare(key, s.end) < 0)
+}
+
+// overlaps reports whether s and o share a key.
+func (s span) overlaps(o span) bool {
+	return (o.end == nil || bytes.Compare(s.start, o.end) < 0) && (s.end == nil || bytes.Compare(o.start, s.end) < 0)
+}
+
+// writeSet is what one commit wrote: keys, and ranges (DeleteRange).
+type writeSet struct {
+	keys   [][]byte
+	ranges []span
+}
+
+// readSet is what a transaction read: keys, and the ranges it scanned
+// (their extent actually read, when a scan stopped early).
+type readSet struct {
+	keys   map[string]struct{}
+	ranges []span
+}
+
+// addKey records a read of key.
+func (r *readSet) addKey(key []byte) {
+	if r.keys == nil {
+		r.keys = map[string]struct{}{}
+	}
+	r.keys[string(key)] = struct{}{}
+}
+
+// addRange records a scan of s.
+func (r *readSet) addRange(s span) { r.ranges = append(r.ranges, s) }
+
+// empty reports whether nothing was read.
+func (r *readSet) empty() bool { return len(r.keys) == 0 && len(r.ranges) == 0 }
+
+// touches reports whether w wrote anything r read.
+func (r *readSet) touches(w *writeSet) bool {
+	for _, k := range w.keys {
+		if _, ok := r.keys[string(k)]; ok {
+			return true
+		}
+		for _, s := range r.ranges {
+			if s.contains(k) {
+				return true
+			}
+		}
+	}
+	for _, ws := range w.ranges {
+		for k := range r.keys {
+			if ws.contains([]byte(k)) {
+				return true
+			}
+		}
+		for _, s := range r.ranges {
+			if ws.overlaps(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// commitRecord is one recorded commit.
+type commitRecord struct {
+	seq uint64
+	w   writeSet
+}
+
+// conflictLog is the log itself. The zero value is ready.
+type conflictLog struct {
+	seq     uint64         // the last commit's sequence
+	open    map[uint64]int // open transactions by the sequence they began at
+	commits []commitRecord // ascending seq, only while a transaction is open
+}
+
+// begin opens a transaction and returns the sequence it began at: it sees
+// every commit up to it, and conflicts with those after.
+func (l *conflictLog) begin() uint64 {
+	if l.open == nil {
+		l.open = map[uint64]int{}
+	}
+	l.open[l.seq]++
+	return l.seq
+}
+
+// end closes a transaction that began at start (committed or rolled back)
+// and drops the records no open transaction needs.
+func (l *conflictLog) end(start uint64) {
+	if l.open[start]--; l.open[start] <= 0 {
+		delete(l.open, start)
+	}
+	l.prune()
+}
+
+// busy reports whether a transaction is open: only then is a write
+// recorded.
+func (l *conflictLog) busy() bool { return len(l.open) > 0 }
+
+// record commits a write and returns its sequence. It keeps w, which the
+// caller must not change, only while a transaction is open.
+func (l *conflictLog) record(w writeSet) uint64 {
+	l.seq++
+	if l.busy() {
+		l.commits = append(l.commits, commitRecord{seq: l.seq, w: w})
+	}
+	return l.seq
+}
+
+// conflicts reports whether a commit after start wrote what r read.
+func (l *conflictLog) conflicts(start uint64, r *readSet) bool {
+	if r.empty() {
+		return false
+	}
+	i, _ := slices.BinarySearchFunc(l.commits, start+1, func(c commitRecord, s uint64) int {
+		switch {
+		case c.seq < s:
+			return -1
+		case c.seq > s:
+			return 1
+		}
+		return 0
+	})
+	for _, c := range l.commits[i:] {
+		if r.touches(&c.w) {
+			return true
+		}
+	}
+	return false
+}
+
+// prune drops the records of commits at or before the oldest open
+// transaction's start: no open transaction can conflict with them.
+func (l *conflictLog) prune() {
+	if !l.busy() {
+		clear(l.commits)
+		l.commits = l.commits[:0]
+		return
+	}
+	oldest := l.seq
+	for s := range l.open {
+		oldest = min(oldest, s)
+	}
+	n := 0
+	for n < len(l.commits) && l.commits[n].seq <= oldest {
+		n++
+	}
+	if n > 0 {
+		clear(l.commits[:n])
+		l.commits = slices.Delete(l.commits, 0, n)
+	}
+}
