@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 )
 
@@ -28,8 +29,14 @@ func (s span) contains(key []byte) bool {
 	return bytes.Compare(key, s.start) >= 0 && (s.end == nil || bytes.Compare(key, s.end) < 0)
 }
 
+// empty reports whether s holds no key (its end at or before its start).
+func (s span) empty() bool { return s.end != nil && bytes.Compare(s.start, s.end) >= 0 }
+
 // overlaps reports whether s and o share a key.
 func (s span) overlaps(o span) bool {
+	if s.empty() || o.empty() {
+		return false
+	}
 	return (o.end == nil || bytes.Compare(s.start, o.end) < 0) && (s.end == nil || bytes.Compare(o.start, s.end) < 0)
 }
 
@@ -87,18 +94,42 @@ func (r *readSet) touches(w *writeSet) bool {
 	return false
 }
 
+// size is what w costs the log, in bytes: its keys and a word for each.
+func (w *writeSet) size() int {
+	n := 0
+	for _, k := range w.keys {
+		n += len(k) + 24
+	}
+	for _, r := range w.ranges {
+		n += len(r.start) + len(r.end) + 48
+	}
+	return n
+}
+
 // commitRecord is one recorded commit.
 type commitRecord struct {
 	seq uint64
 	w   writeSet
 }
 
-// conflictLog is the log itself. The zero value is ready.
+// conflictLog is the log itself. The zero value is ready, and keeps at
+// most defaultConflictLogBytes of records.
 type conflictLog struct {
 	seq     uint64         // the last commit's sequence
 	open    map[uint64]int // open transactions by the sequence they began at
 	commits []commitRecord // ascending seq, only while a transaction is open
+	// bytes is what commits hold (writeSet.size); past limit the older
+	// half is dropped and floor moves up to the last of them: a
+	// transaction that began before floor can no longer be checked, so it
+	// conflicts (if it read anything). A transaction left open while the
+	// store takes heavy writes thus costs bounded memory, and a retry.
+	bytes, limit int
+	floor        uint64
 }
+
+// defaultConflictLogBytes bounds the log when its limit is 0: a
+// transaction open across this much written data is told to retry.
+const defaultConflictLogBytes = 64 << 20
 
 // begin opens a transaction and returns the sequence it began at: it sees
 // every commit up to it, and conflicts with those after.
@@ -129,14 +160,34 @@ func (l *conflictLog) record(w writeSet) uint64 {
 	l.seq++
 	if l.busy() {
 		l.commits = append(l.commits, commitRecord{seq: l.seq, w: w})
+		l.bytes += w.size()
+		if limit := cmp.Or(l.limit, defaultConflictLogBytes); l.bytes > limit {
+			l.cut(limit / 2)
+		}
 	}
 	return l.seq
+}
+
+// cut drops the oldest records until at most keep bytes remain, and moves
+// floor past them.
+func (l *conflictLog) cut(keep int) {
+	n := 0
+	for n < len(l.commits) && l.bytes > keep {
+		l.bytes -= l.commits[n].w.size()
+		l.floor = l.commits[n].seq
+		n++
+	}
+	clear(l.commits[:n])
+	l.commits = slices.Delete(l.commits, 0, n)
 }
 
 // conflicts reports whether a commit after start wrote what r read.
 func (l *conflictLog) conflicts(start uint64, r *readSet) bool {
 	if r.empty() {
 		return false
+	}
+	if start < l.floor {
+		return true // its records are gone: it cannot be checked
 	}
 	i, _ := slices.BinarySearchFunc(l.commits, start+1, func(c commitRecord, s uint64) int {
 		switch {
@@ -160,7 +211,7 @@ func (l *conflictLog) conflicts(start uint64, r *readSet) bool {
 func (l *conflictLog) prune() {
 	if !l.busy() {
 		clear(l.commits)
-		l.commits = l.commits[:0]
+		l.commits, l.bytes = l.commits[:0], 0
 		return
 	}
 	oldest := l.seq
@@ -172,6 +223,9 @@ func (l *conflictLog) prune() {
 		n++
 	}
 	if n > 0 {
+		for _, c := range l.commits[:n] {
+			l.bytes -= c.w.size()
+		}
 		clear(l.commits[:n])
 		l.commits = slices.Delete(l.commits, 0, n)
 	}

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,4 +147,31 @@ func TestConflictLog_ReadOnlyNeverConflicts(t *testing.T) {
 	s := l.begin()
 	l.record(writeSet{ranges: []span{spanOf("", "")}})
 	assert.False(t, l.conflicts(s, &readSet{}), "nothing read, nothing to conflict with")
+}
+
+// TestConflictLog_BoundedByLimit: a transaction left open while much is
+// written costs at most the limit; once its records are cut it conflicts,
+// while one begun after the cut is still checked exactly.
+func TestConflictLog_BoundedByLimit(t *testing.T) {
+	l := conflictLog{limit: 10 * (24 + 4)} // ten 4-byte keys
+	old := l.begin()
+	var r readSet
+	r.addKey([]byte("zzzz")) // nobody writes it
+	for i := range 30 {
+		l.record(writeSet{keys: keysOf(fmt.Sprintf("k%03d", i))})
+		assert.LessOrEqual(t, l.bytes, l.limit, "after write %d", i)
+	}
+	assert.LessOrEqual(t, len(l.commits), 10)
+	assert.True(t, l.conflicts(old, &r), "records it needs were cut: it must retry")
+
+	recent := l.begin()
+	l.record(writeSet{keys: keysOf("k999")})
+	assert.False(t, l.conflicts(recent, &r), "begun after the cut: checked exactly")
+	r.addKey([]byte("k999"))
+	assert.True(t, l.conflicts(recent, &r))
+
+	l.end(old)
+	l.end(recent)
+	assert.Empty(t, l.commits)
+	assert.Zero(t, l.bytes)
 }

@@ -71,6 +71,8 @@ type DB struct {
 	// while it finds the last key and deletes up to it, so that no key
 	// written before it commits escapes it (see rangeEnd).
 	writeMu sync.RWMutex
+	// oracle orders writes against transactions (oracle.go).
+	oracle oracle
 
 	// direct holds the open scans of SchedulerDirect, which Close ends; nil
 	// once Close has taken them.
@@ -384,7 +386,13 @@ func (db *DB) Set(key, value []byte) error {
 	}
 	defer db.exitWrite(false)
 	gen := db.beforeWrite(key)
-	if err := db.committed(db.pdb.Set(key, value, db.wopts)); err != nil {
+	var err error
+	if db.oracle.recording.Load() {
+		err = db.applyOne(key, value, false)
+	} else {
+		err = db.pdb.Set(key, value, db.wopts)
+	}
+	if err := db.committed(err); err != nil {
 		db.writeFailed(key, gen)
 		return fmt.Errorf("kv: set %q: %w", key, err)
 	}
@@ -402,12 +410,34 @@ func (db *DB) Delete(key []byte) error {
 	}
 	defer db.exitWrite(false)
 	gen := db.beforeWrite(key)
-	if err := db.committed(db.pdb.Delete(key, db.wopts)); err != nil {
+	var err error
+	if db.oracle.recording.Load() {
+		err = db.applyOne(key, nil, true)
+	} else {
+		err = db.pdb.Delete(key, db.wopts)
+	}
+	if err := db.committed(err); err != nil {
 		db.writeFailed(key, gen)
 		return fmt.Errorf("kv: delete %q: %w", key, err)
 	}
 	db.written(key, nil, true, gen)
 	return nil
+}
+
+// applyOne is Set (or Delete) while writes are recorded for transactions.
+func (db *DB) applyOne(key, value []byte, del bool) error {
+	pb := db.pdb.NewBatch()
+	defer pb.Close()
+	var err error
+	if del {
+		err = pb.Delete(key, nil)
+	} else {
+		err = pb.Set(key, value, nil)
+	}
+	if err != nil {
+		return err
+	}
+	return db.applyBatch(pb, func() writeSet { return writeSet{keys: [][]byte{bytes.Clone(key)}} }, nil)
 }
 
 // committed is the outcome of a write Pebble returned err for: once the
@@ -554,10 +584,16 @@ func (db *DB) Apply(b *Batch) error {
 	if len(b.ops) == 0 {
 		return nil
 	}
+	return db.applyOps(b.ops, nil)
+}
+
+// applyOps is Apply of ops (valid, not empty), checked first against tx
+// when it is not nil; the caller holds writeMu as Apply does.
+func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 	pb := db.pdb.NewBatch()
 	defer pb.Close()
 	ranges := 0
-	for _, op := range b.ops {
+	for _, op := range ops {
 		var err error
 		switch op.Kind {
 		case OpDelete:
@@ -583,8 +619,8 @@ func (db *DB) Apply(b *Batch) error {
 	var gens []cacheStamp
 	var rgen uint64
 	if db.cache != nil {
-		gens = make([]cacheStamp, len(b.ops))
-		for i, op := range b.ops {
+		gens = make([]cacheStamp, len(ops))
+		for i, op := range ops {
 			if op.Kind != OpDeleteRange {
 				gens[i] = db.cache.beforeWrite(op.Key)
 			}
@@ -593,23 +629,32 @@ func (db *DB) Apply(b *Batch) error {
 			rgen = db.cache.beforeRangeDelete()
 		}
 	}
-	err := db.committed(db.pdb.Apply(pb, db.wopts))
+	err := db.applyBatch(pb, func() writeSet { return opsWriteSet(ops) }, tx)
+	if err == ErrConflict {
+		for i, op := range ops {
+			if gens != nil {
+				db.writeFailed(op.Key, gens[i]) // nothing was written
+			}
+		}
+		return err
+	}
+	err = db.committed(err)
 	if ranges > 0 && db.cache != nil {
 		db.cache.rangeDeleted(rgen)
 	}
 	if err != nil {
-		for i, op := range b.ops {
+		for i, op := range ops {
 			if gens != nil && op.Kind != OpDeleteRange {
 				db.writeFailed(op.Key, gens[i])
 			}
 		}
-		return fmt.Errorf("kv: apply %d writes: %w", len(b.ops), err)
+		return fmt.Errorf("kv: apply %d writes: %w", len(ops), err)
 	}
 	// Writes of one stripe in the batch (a key set twice among them) were
 	// in flight together, so none of them refreshes its key: the first of
 	// two values of a key is never served. Nor does a write beside a range
 	// deletion: the range word moved while it was in flight.
-	for i, op := range b.ops {
+	for i, op := range ops {
 		if op.Kind == OpDeleteRange {
 			continue
 		}

@@ -43,14 +43,7 @@ func TestPrefixEnd(t *testing.T) {
 // scanKeys returns the keys of [start, end) in order.
 func scanKeys(t *testing.T, db *DB, start, end []byte) []string {
 	t.Helper()
-	it := db.Scan(context.Background(), start, end, &ScanOptions{KeysOnly: true})
-	var keys []string
-	for it.Next() {
-		keys = append(keys, string(it.Key()))
-	}
-	require.NoError(t, it.Err())
-	require.NoError(t, it.Close())
-	return keys
+	return iterKeys(t, db.Scan(context.Background(), start, end, &ScanOptions{KeysOnly: true}))
 }
 
 func TestWrite_ContextAndClose(t *testing.T) {

@@ -26,10 +26,14 @@ import (
 // kv.NewSnapshotFrom, Batch.Ops) as another backend would be. That it
 // passes the conformance suite shows the surface is enough.
 type plainStore struct {
-	mu     sync.RWMutex
-	db     *pebble.DB // nil once closed
-	snaps  map[*kv.Snapshot]struct{}
-	reader // over db
+	// commitMu orders writes against transactions' commits; writes counts
+	// them (driver_txn_test.go).
+	commitMu sync.Mutex
+	writes   uint64
+	mu       sync.RWMutex
+	db       *pebble.DB // nil once closed
+	snaps    map[*kv.Snapshot]struct{}
+	reader   // over db
 }
 
 var _ kv.Store = (*plainStore)(nil)
@@ -84,6 +88,9 @@ func (s *plainStore) Write(ctx context.Context, b *kv.Batch) error {
 			return err
 		}
 	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.writes++
 	return pb.Commit(pebble.Sync)
 }
 

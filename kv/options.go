@@ -127,6 +127,11 @@ type Options struct {
 	// Warn; routine lines ("Found 0 WALs") at Info. nil = warnings and
 	// errors go to slog.Default() (as it is at Open), the rest is dropped.
 	Logger *slog.Logger
+	// MaxTxnBytes bounds one transaction's buffered writes, keys and
+	// values, in bytes; 0 = 64 MiB. Past it Txn.Set and Txn.Delete fail
+	// with ErrTxnTooLarge: a Txn's writes live in memory until Commit, and
+	// Commit applies them as one batch.
+	MaxTxnBytes int64
 	// ReadOnly opens an existing store for reading only: Set, Delete and
 	// Apply fail with ErrReadOnly, Pebble runs no flush or compaction, and
 	// the store's files are left as they were (kvctl's offline reads and
@@ -146,7 +151,10 @@ type Options struct {
 	FS vfs.FS
 }
 
-const defaultRowCacheSize = 32 << 20
+const (
+	defaultRowCacheSize = 32 << 20
+	defaultMaxTxnBytes  = 64 << 20
+)
 
 // processMemoryOnce reads the process's memory limit once: it does not
 // change under a running process often enough to read files per Open.
@@ -158,6 +166,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.RowCacheSize == 0 {
 		o.RowCacheSize = defaultRowCacheSize
+	}
+	if o.MaxTxnBytes == 0 {
+		o.MaxTxnBytes = defaultMaxTxnBytes
 	}
 	// The pool's fields take the pool's defaults.
 	po := readpool.Options{Workers: o.Workers, MaxWorkers: o.MaxWorkers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice}
@@ -198,6 +209,9 @@ func (o *Options) validate() error {
 	}
 	if o.TimeSlice < 0 {
 		errs = append(errs, fmt.Errorf("kv: TimeSlice %v is negative", o.TimeSlice))
+	}
+	if o.MaxTxnBytes < 0 {
+		errs = append(errs, fmt.Errorf("kv: MaxTxnBytes %d is negative", o.MaxTxnBytes))
 	}
 	switch o.Scheduler {
 	case "", SchedulerMLFQ, SchedulerFIFO, SchedulerDirect, SchedulerPriority, SchedulerWorkStealing:

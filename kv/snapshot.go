@@ -48,11 +48,17 @@ func (db *DB) NewSnapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	s := &Snapshot{db: db, snap: db.pdb.NewSnapshot()}
+	return db.trackSnapshot(db.pdb.NewSnapshot()), nil
+}
+
+// trackSnapshot wraps a Pebble snapshot, which Close will close if nobody
+// does before; the caller holds mu shared.
+func (db *DB) trackSnapshot(ps *pebble.Snapshot) *Snapshot {
+	s := &Snapshot{db: db, snap: ps}
 	db.snapMu.Lock()
 	db.snapshots[s] = struct{}{} // not nil: Close has not begun, as we hold mu
 	db.snapMu.Unlock()
-	return s, nil
+	return s
 }
 
 // Close releases the snapshot: later reads through it fail with ErrClosed.

@@ -17,6 +17,8 @@ type Store interface {
 	NewBatch() *Batch
 	Write(ctx context.Context, b *Batch) error
 	NewSnapshot(ctx context.Context) (*Snapshot, error)
+	// NewTxn begins an optimistic, serializable transaction (see Txn).
+	NewTxn(ctx context.Context) (*Txn, error)
 	Close() error
 }
 

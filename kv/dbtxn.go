@@ -1,0 +1,334 @@
+package kv
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+)
+
+// dbTxn is the embedded store's transaction: reads through a snapshot
+// taken at its start (in the read pool, as a Snapshot's), writes buffered
+// in a map, and a read set that its commit is checked against (oracle.go).
+type dbTxn struct {
+	db    *DB
+	snap  *Snapshot
+	start uint64
+	// mu guards reads.ranges: an Iterator's Close, from any goroutine,
+	// narrows its scan's range to what was read.
+	mu     sync.Mutex
+	reads  readSet
+	writes map[string]txnWrite
+	bytes  int64 // keys and values in writes
+	ended  bool
+}
+
+// txnWrite is one buffered write.
+type txnWrite struct {
+	val []byte
+	del bool
+}
+
+// NewTxn begins a transaction on the store as of now (see Txn). It fails
+// with ErrClosed after Close and with ctx's error when ctx is done. On a
+// read-only store the Txn may read, and its Commit fails with ErrReadOnly
+// if it wrote.
+func (db *DB) NewTxn(ctx context.Context) (*Txn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, db.closedOr(fmt.Errorf("kv: new transaction: %w", err))
+	}
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	start, ps := db.beginTxn()
+	return NewTxnFrom(&dbTxn{db: db, snap: db.trackSnapshot(ps), start: start}), nil
+}
+
+func (t *dbTxn) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if w, ok := t.writes[string(key)]; ok {
+		if w.del {
+			return nil, ErrNotFound
+		}
+		return append(make([]byte, 0, len(w.val)), w.val...), nil
+	}
+	v, err := t.snap.Get(ctx, key)
+	if err == nil || err == ErrNotFound {
+		t.reads.addKey(key)
+	}
+	return v, err
+}
+
+func (t *dbTxn) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	vals := make([][]byte, len(keys))
+	var rest [][]byte // read from the snapshot
+	var at []int      // their places in keys
+	for i, k := range keys {
+		if w, ok := t.writes[string(k)]; ok {
+			if !w.del {
+				vals[i] = append(make([]byte, 0, len(w.val)), w.val...)
+			}
+			continue
+		}
+		rest, at = append(rest, k), append(at, i)
+	}
+	if len(rest) == 0 {
+		return vals, nil
+	}
+	got, err := t.snap.MultiGet(ctx, rest)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		vals[i] = got[j]
+		t.reads.addKey(rest[j])
+	}
+	return vals, nil
+}
+
+func (t *dbTxn) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator {
+	var so ScanOptions
+	if opts != nil {
+		so = *opts
+	}
+	if so.Limit < 0 {
+		return &Iterator{err: errNegativeLimit}
+	}
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return &Iterator{err: scanError(start, end, ErrInvalidRange)}
+	}
+	start, end = cloneBounds(start, end)
+	own := t.ownIn(start, end, so.Reverse)
+	under := so
+	if under.Limit > 0 {
+		under.Limit += len(own) // enough rows however many of them own hides
+	}
+	u := t.snap.Scan(ctx, start, end, &under)
+	t.mu.Lock()
+	t.reads.addRange(span{start: start, end: end})
+	i := len(t.reads.ranges) - 1
+	t.mu.Unlock()
+	return NewIterator(&txnRows{t: t, under: u, own: own, limit: so.Limit, reverse: so.Reverse, span: i, start: start, end: end}, opts)
+}
+
+// ownKV is a buffered write in key order, for a scan.
+type ownKV struct {
+	key string
+	w   txnWrite
+}
+
+// ownIn returns the buffered writes in [start, end), in the scan's order.
+func (t *dbTxn) ownIn(start, end []byte, reverse bool) []ownKV {
+	var own []ownKV
+	in := span{start: start, end: end}
+	for k, w := range t.writes {
+		if in.contains([]byte(k)) {
+			own = append(own, ownKV{k, w})
+		}
+	}
+	slices.SortFunc(own, func(a, b ownKV) int {
+		if reverse {
+			return cmp.Compare(b.key, a.key)
+		}
+		return cmp.Compare(a.key, b.key)
+	})
+	return own
+}
+
+func (t *dbTxn) Set(key, value []byte) error {
+	return t.buffer(key, txnWrite{val: append(make([]byte, 0, len(value)), value...)})
+}
+
+func (t *dbTxn) Delete(key []byte) error { return t.buffer(key, txnWrite{del: true}) }
+
+// buffer keeps w as the write of key, within MaxTxnBytes.
+func (t *dbTxn) buffer(key []byte, w txnWrite) error {
+	size := t.bytes + int64(len(key)+len(w.val))
+	old, ok := t.writes[string(key)]
+	if ok {
+		size -= int64(len(key) + len(old.val))
+	}
+	if size > t.db.opts.MaxTxnBytes {
+		return fmt.Errorf("%w: %d bytes of writes, MaxTxnBytes is %d", ErrTxnTooLarge, size, t.db.opts.MaxTxnBytes)
+	}
+	if t.writes == nil {
+		t.writes = map[string]txnWrite{}
+	}
+	t.writes[string(key)] = w
+	t.bytes = size
+	return nil
+}
+
+func (t *dbTxn) Commit(ctx context.Context) error {
+	defer t.release()
+	db := t.db
+	if err := ctx.Err(); err != nil {
+		return db.closedOr(fmt.Errorf("kv: commit: %w", err))
+	}
+	if len(t.writes) == 0 {
+		return nil // read-only: it saw one snapshot, it is serializable as it is
+	}
+	ops := make([]BatchOp, 0, len(t.writes))
+	for k, w := range t.writes {
+		op := BatchOp{Kind: OpSet, Key: []byte(k), Value: w.val}
+		if w.del {
+			op.Kind = OpDelete
+		}
+		ops = append(ops, op)
+	}
+	slices.SortFunc(ops, func(a, b BatchOp) int { return bytes.Compare(a.Key, b.Key) })
+	t.mu.Lock()
+	reads := readSet{keys: t.reads.keys, ranges: slices.Clone(t.reads.ranges)}
+	t.mu.Unlock()
+	if err := db.enterWrite(); err != nil {
+		return err
+	}
+	defer db.exitWrite(false)
+	err := db.applyOps(ops, &txnCheck{start: t.start, reads: &reads})
+	if err != nil && !errors.Is(err, ErrConflict) {
+		return fmt.Errorf("kv: commit: %w", err)
+	}
+	return err
+}
+
+func (t *dbTxn) Rollback() { t.release() }
+
+// release ends the transaction: its snapshot and its place in the log.
+func (t *dbTxn) release() {
+	if t.ended {
+		return
+	}
+	t.ended = true
+	_ = t.snap.Close()
+	t.db.endTxn(t.start)
+	t.writes = nil
+}
+
+// narrow records, t.mu held, that the scan of range i read only up to
+// last (inclusive; nil: no key at all), as it stopped before its end.
+func (t *dbTxn) narrow(i int, last []byte, reverse bool) {
+	r := &t.reads.ranges[i]
+	switch {
+	case last == nil:
+		*r = span{start: []byte{0}, end: []byte{0}} // empty: it saw no key
+	case reverse:
+		r.start = bytes.Clone(last)
+	default:
+		r.end = append(bytes.Clone(last), 0) // just past last
+	}
+}
+
+// txnRows merges a scan of the Txn's snapshot with its own writes in the
+// range: its own write of a key wins, its own deletion hides the key.
+type txnRows struct {
+	t          *dbTxn
+	under      *Iterator
+	uValid     bool // under holds a row not yet merged
+	uDone      bool
+	own        []ownKV
+	oi         int
+	limit      int
+	reverse    bool
+	span       int    // the scan's range in t.reads
+	start, end []byte // the range, for its words in errors
+	// Under t.mu: the rows returned, the last key, and whether the scan
+	// has ended (its read range then fixed).
+	n        int
+	last     []byte
+	finished bool
+}
+
+func (r *txnRows) Next() (key, value []byte, err error) {
+	for {
+		if r.limit > 0 && r.n == r.limit {
+			r.stop()
+			return nil, nil, io.EOF
+		}
+		if r.uDone && r.oi == len(r.own) {
+			return nil, nil, io.EOF // ended before, or closed
+		}
+		if !r.uValid && !r.uDone {
+			if r.under.Next() {
+				r.uValid = true
+			} else if err := r.under.Err(); err != nil {
+				return nil, nil, err
+			} else {
+				r.uDone = true
+			}
+		}
+		haveOwn := r.oi < len(r.own)
+		if !r.uValid && !haveOwn {
+			r.complete() // every key of the range was seen
+			return nil, nil, io.EOF
+		}
+		c := 1 // > 0: own comes first
+		if r.uValid && haveOwn {
+			c = bytes.Compare(r.under.Key(), []byte(r.own[r.oi].key))
+			if r.reverse {
+				c = -c
+			}
+		} else if r.uValid {
+			c = -1
+		}
+		if c < 0 {
+			r.uValid = false
+			r.emit(r.under.Key())
+			return r.under.Key(), r.under.Value(), nil
+		}
+		if c == 0 {
+			r.uValid = false // the own write replaces it
+		}
+		o := r.own[r.oi]
+		r.oi++
+		if o.w.del {
+			continue
+		}
+		k := []byte(o.key)
+		r.emit(k)
+		return k, o.w.val, nil
+	}
+}
+
+// emit counts a row returned. Under t.mu, as Close may narrow the range
+// from another goroutine.
+func (r *txnRows) emit(key []byte) {
+	r.t.mu.Lock()
+	r.n++
+	r.last = append(r.last[:0], key...)
+	r.t.mu.Unlock()
+}
+
+// complete marks the scan read to its end: the whole range counts.
+func (r *txnRows) complete() {
+	r.t.mu.Lock()
+	r.finished = true
+	r.t.mu.Unlock()
+}
+
+// stop ends the scan before its end, narrowing its read range to the rows
+// returned; once.
+func (r *txnRows) stop() {
+	r.t.mu.Lock()
+	if !r.finished {
+		r.finished = true
+		var last []byte
+		if r.n > 0 {
+			last = r.last
+		}
+		r.t.narrow(r.span, last, r.reverse)
+	}
+	r.t.mu.Unlock()
+	_ = r.under.Close()
+}
+
+func (r *txnRows) Close() error {
+	r.stop()
+	return nil
+}
+
+// Stats is the snapshot scan's.
+func (r *txnRows) Stats() ReadStats { return r.under.Stats() }

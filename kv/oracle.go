@@ -1,0 +1,145 @@
+package kv
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The oracle orders the store's writes against its transactions: every
+// transition of that protocol is in this file. The conflict log
+// (conflict.go) is the pure part; here are the locks around it and the
+// two paths a write takes.
+//
+// While no transaction has been open for recordingLinger, recording is
+// off and a write goes to Pebble as it always did: its only cost is
+// reading the flag. A transaction that begins with recording off turns it
+// on holding DB.writeMu exclusively — so that no write that read the flag
+// as off is still in flight, unseen by the transaction's snapshot and
+// unrecorded — and from then on every write, a transaction's commit among
+// them, takes oracle.mu: it is checked (a commit), recorded, and applied to
+// Pebble's memtable and WAL buffer under the lock, so that commit order and
+// WAL order agree and a transaction's snapshot, taken under the same lock,
+// holds exactly the writes before its start. The fsync is waited for after
+// the lock is let go (Pebble's ApplyNoSyncWait), so syncs still group.
+//
+// Locks are taken in the order DB.mu, DB.writeMu, oracle.mu.
+
+// recordingLinger is how long writes go on recording after the last
+// transaction ended: long enough that a loop of short transactions does
+// not turn recording on (which waits for the writes in flight) for each.
+const recordingLinger = time.Second
+
+// oracle is the DB's; the zero value is ready.
+type oracle struct {
+	// recording is read without mu by every write, holding writeMu
+	// shared; it turns on holding writeMu exclusively and mu, and off
+	// holding mu with no transaction open.
+	recording atomic.Bool
+	mu        sync.Mutex
+	log       conflictLog
+	idleSince time.Time // when the last open transaction ended; under mu
+}
+
+// txnCheck is what a transaction's commit is checked against: the
+// sequence it began at and what it read.
+type txnCheck struct {
+	start uint64
+	reads *readSet
+}
+
+// stopRecording reports whether writes may stop recording: no transaction
+// is open, and none has been for recordingLinger.
+func stopRecording(busy bool, idleSince, now time.Time) bool {
+	return !busy && now.Sub(idleSince) >= recordingLinger
+}
+
+// beginTxn opens a transaction: its start in the log, and a Pebble
+// snapshot holding every write recorded up to it and none after. The
+// caller holds db.mu shared.
+func (db *DB) beginTxn() (uint64, *pebble.Snapshot) {
+	o := &db.oracle
+	if o.recording.Load() {
+		o.mu.Lock()
+		if o.recording.Load() { // not turned off meanwhile
+			defer o.mu.Unlock()
+			return o.log.begin(), db.pdb.NewSnapshot()
+		}
+		o.mu.Unlock()
+	}
+	db.writeMu.Lock() // no unrecorded write in flight
+	defer db.writeMu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.recording.Store(true)
+	return o.log.begin(), db.pdb.NewSnapshot()
+}
+
+// endTxn closes a transaction begun at start, committed or not.
+func (db *DB) endTxn(start uint64) {
+	o := &db.oracle
+	o.mu.Lock()
+	o.log.end(start)
+	if !o.log.busy() {
+		o.idleSince = time.Now()
+	}
+	o.mu.Unlock()
+}
+
+// applyBatch commits pb — a write of what ws returns, built only when a
+// transaction needs it — after checking tx, when not nil, against the
+// writes since it began (ErrConflict: nothing written). The caller holds
+// writeMu, shared or alone.
+func (db *DB) applyBatch(pb *pebble.Batch, ws func() writeSet, tx *txnCheck) error {
+	o := &db.oracle
+	if tx == nil && !o.recording.Load() {
+		return db.pdb.Apply(pb, db.wopts)
+	}
+	o.mu.Lock()
+	if tx != nil && o.log.conflicts(tx.start, tx.reads) {
+		o.mu.Unlock()
+		return ErrConflict
+	}
+	var w writeSet
+	if o.log.busy() {
+		w = ws()
+	}
+	o.log.record(w)
+	var err error
+	if db.wopts.Sync {
+		err = db.pdb.ApplyNoSyncWait(pb, db.wopts)
+	} else {
+		err = db.pdb.Apply(pb, db.wopts)
+	}
+	if stopRecording(o.log.busy(), o.idleSince, time.Now()) {
+		o.recording.Store(false)
+	}
+	o.mu.Unlock()
+	if err == nil && db.wopts.Sync {
+		err = pb.SyncWait()
+	}
+	return err
+}
+
+// opsWriteSet is what ops write, in bytes of its own.
+func opsWriteSet(ops []BatchOp) writeSet {
+	var w writeSet
+	for _, op := range ops {
+		if op.Kind == OpDeleteRange {
+			w.ranges = append(w.ranges, span{start: cloneOrNil(op.Key), end: cloneOrNil(op.Value)})
+			continue
+		}
+		w.keys = append(w.keys, append([]byte(nil), op.Key...))
+	}
+	return w
+}
+
+// cloneOrNil copies b, keeping nil (an open bound) nil.
+func cloneOrNil(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
