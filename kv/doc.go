@@ -25,13 +25,21 @@
 // the row cache included. A Scan sees the store as of the Scan call,
 // across all its yields.
 //
+// # Transactions
+//
+// [DB.NewTxn] begins an optimistic, serializable [Txn]: it reads a
+// snapshot plus its own writes, buffers its writes, and its Commit fails
+// with [ErrConflict], writing nothing, if anyone wrote a key it read (or a
+// key inside a range it scanned) since it began. [Update] runs a function
+// in a Txn and retries it on conflict.
+//
 // # One interface, other backends
 //
 // A program written against [Store] runs on *DB and on any other backend
 // (package kv/tikv; a test double). A backend builds kv's own [Iterator],
 // [Snapshot] and [Batch] through the driver surface — [NewIterator] over
-// its [Rows], [NewSnapshotFrom] over its [SnapshotBackend], [Batch.Ops] to
-// apply a batch — and proves itself with the conformance suite,
+// its [Rows], [NewSnapshotFrom] over its [SnapshotBackend], [NewTxnFrom]
+// over its [TxnBackend], [Batch.Ops] to apply a batch — and proves itself with the conformance suite,
 // kvtest.Run.
 //
 // # Caveats

@@ -2,7 +2,9 @@ package kv_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/kv"
@@ -243,4 +245,46 @@ func ExampleCoprocessorPages() {
 	// [0 1 2] more: true
 	// [3 4 5] more: true
 	// [6] more: false
+}
+
+// ExampleUpdate moves money between two accounts in a transaction: read
+// both balances, refuse an overdraft, write both. Update runs the function
+// again if another writer changed either balance meanwhile, so no
+// transfer is lost and no lock is needed.
+func ExampleUpdate() {
+	db, err := kv.Open("", &kv.Options{InMemory: true})
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	_ = db.Set([]byte("acct/alice"), []byte("100"))
+	_ = db.Set([]byte("acct/bob"), []byte("0"))
+
+	errOverdraft := errors.New("insufficient funds")
+	transfer := func(from, to string, amount int) error {
+		return kv.Update(ctx, db, func(tx *kv.Txn) error {
+			vals, err := tx.MultiGet(ctx, [][]byte{[]byte(from), []byte(to)})
+			if err != nil {
+				return err
+			}
+			a, _ := strconv.Atoi(string(vals[0]))
+			b, _ := strconv.Atoi(string(vals[1]))
+			if a < amount {
+				return errOverdraft // rolls back; Update returns it as it is
+			}
+			if err := tx.Set([]byte(from), strconv.AppendInt(nil, int64(a-amount), 10)); err != nil {
+				return err
+			}
+			return tx.Set([]byte(to), strconv.AppendInt(nil, int64(b+amount), 10))
+		})
+	}
+	fmt.Println(transfer("acct/alice", "acct/bob", 30))
+	fmt.Println(transfer("acct/alice", "acct/bob", 80))
+	vals, _ := db.MultiGet(ctx, [][]byte{[]byte("acct/alice"), []byte("acct/bob")})
+	fmt.Printf("alice=%s bob=%s\n", vals[0], vals[1])
+	// Output:
+	// <nil>
+	// insufficient funds
+	// alice=70 bob=30
 }
