@@ -10,8 +10,10 @@
 //
 // A record is one msgpack map of field name to value (msgpack bin), stored
 // under the key table + ":" + key — the layout of go-ycsb's badger binding,
-// with coopkv's row encoding (the coprocessor reads such rows as they are).
-// Read decodes only the fields asked for and skips the rest.
+// with coopkv's row encoding (the coprocessor reads such rows as they are),
+// the codec of package internal/record, which the runner's badger v4
+// binding shares. Read decodes only the fields asked for and skips the
+// rest.
 //
 // # Properties
 //
@@ -41,17 +43,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/magiconair/properties"
 	"github.com/pingcap/go-ycsb/pkg/prop"
 	"github.com/pingcap/go-ycsb/pkg/ycsb"
-	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/internal/record"
 	"github.com/coopkv/coopkv/kv"
 )
 
@@ -203,7 +202,7 @@ func (db *DB) Read(ctx context.Context, table, key string, fields []string) (map
 	if err != nil {
 		return nil, fmt.Errorf("coopkvdb: read %s: %w", k, err)
 	}
-	m, err := decodeRecord(v, fields)
+	m, err := record.Decode(v, fields)
 	if err != nil {
 		return nil, fmt.Errorf("coopkvdb: read %s: %w", k, err)
 	}
@@ -234,7 +233,7 @@ func (db *DB) Scan(ctx context.Context, table, startKey string, count int, field
 	rows := make([]map[string][]byte, 0, count)
 	for it.Next() {
 		// Value is valid until Next: one copy, which the fields alias.
-		m, err := decodeRecord(bytes.Clone(it.Value()), fields)
+		m, err := record.Decode(bytes.Clone(it.Value()), fields)
 		if err != nil {
 			return nil, fmt.Errorf("coopkvdb: scan %s: %w", it.Key(), err)
 		}
@@ -267,7 +266,7 @@ func (db *DB) merge(ctx context.Context, k []byte, values map[string][]byte) (ma
 	if err != nil {
 		return nil, fmt.Errorf("coopkvdb: update %s: %w", k, err)
 	}
-	m, err := decodeRecord(v, nil)
+	m, err := record.Decode(v, nil)
 	if err != nil {
 		return nil, fmt.Errorf("coopkvdb: update %s: %w", k, err)
 	}
@@ -335,9 +334,9 @@ func (db *DB) BatchDelete(_ context.Context, table string, keys []string) error 
 }
 
 func (db *DB) set(k []byte, values map[string][]byte) error {
-	enc := getEncoder()
-	defer putEncoder(enc)
-	v, err := enc.encode(values)
+	enc := record.GetEncoder()
+	defer enc.Release()
+	v, err := enc.Encode(values)
 	if err != nil {
 		return fmt.Errorf("coopkvdb: write %s: %w", k, err)
 	}
@@ -357,157 +356,12 @@ func (db *DB) apply(b *kv.Batch, what string) error {
 
 // addSet adds the write of a record to b, which copies it.
 func addSet(b *kv.Batch, k []byte, values map[string][]byte) error {
-	enc := getEncoder()
-	defer putEncoder(enc)
-	v, err := enc.encode(values)
+	enc := record.GetEncoder()
+	defer enc.Release()
+	v, err := enc.Encode(values)
 	if err != nil {
 		return fmt.Errorf("coopkvdb: write %s: %w", k, err)
 	}
 	b.Set(k, v)
 	return nil
-}
-
-// recordEncoder encodes records into a buffer it reuses: the bytes of
-// encode are valid until the encoder goes back to the pool.
-type recordEncoder struct {
-	buf bytes.Buffer
-	enc *msgpack.Encoder
-}
-
-var encoders = sync.Pool{New: func() any {
-	e := &recordEncoder{}
-	e.enc = msgpack.NewEncoder(&e.buf)
-	return e
-}}
-
-func getEncoder() *recordEncoder { return encoders.Get().(*recordEncoder) }
-
-func putEncoder(e *recordEncoder) {
-	if e.buf.Cap() > 64<<10 {
-		return // an outsized record; let the buffer go
-	}
-	encoders.Put(e)
-}
-
-// encode returns values as one msgpack map of string to bin, in field
-// name order, so that a record's bytes depend on its contents only.
-func (e *recordEncoder) encode(values map[string][]byte) ([]byte, error) {
-	e.buf.Reset()
-	if err := e.enc.EncodeMapLen(len(values)); err != nil {
-		return nil, err
-	}
-	var small [16]string
-	names := small[:0]
-	for f := range values {
-		names = append(names, f)
-	}
-	slices.Sort(names)
-	for _, f := range names {
-		if err := e.enc.EncodeString(f); err != nil {
-			return nil, err
-		}
-		if err := e.enc.EncodeBytes(values[f]); err != nil {
-			return nil, err
-		}
-	}
-	return e.buf.Bytes(), nil
-}
-
-// recordDecoder reads one record in place. names interns the field names
-// it has met, so that a record of known fields costs one allocation (its
-// map); a record with unusual names costs one string each past maxNames.
-type recordDecoder struct {
-	r     bytes.Reader
-	dec   *msgpack.Decoder
-	names map[string]string
-}
-
-const maxNames = 256
-
-var decoders = sync.Pool{New: func() any {
-	return &recordDecoder{dec: msgpack.NewDecoder(nil), names: make(map[string]string)}
-}}
-
-// decodeRecord decodes the fields of the record b (every field when fields
-// is empty) and skips the others. The values alias b, as go-ycsb's own
-// row codec does: b must be the caller's to give away (kv.Get's result is).
-func decodeRecord(b []byte, fields []string) (map[string][]byte, error) {
-	d := decoders.Get().(*recordDecoder)
-	defer func() {
-		d.dec.Reset(nil)
-		decoders.Put(d)
-	}()
-	d.r.Reset(b)
-	d.dec.Reset(&d.r) // a bytes.Reader is an io.ByteScanner: no bufio in between
-	n, err := d.dec.DecodeMapLen()
-	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
-	}
-	size := n
-	if len(fields) > 0 {
-		size = min(n, len(fields))
-	}
-	m := make(map[string][]byte, max(size, 0))
-	for range n {
-		name, err := d.inPlace(b)
-		if err != nil {
-			return nil, fmt.Errorf("record field name: %w", err)
-		}
-		f, wanted := d.name(name, fields)
-		if !wanted {
-			if err := d.dec.Skip(); err != nil {
-				return nil, fmt.Errorf("record field %s: %w", name, err)
-			}
-			continue
-		}
-		v, err := d.inPlace(b)
-		if err != nil {
-			return nil, fmt.Errorf("record field %s: %w", f, err)
-		}
-		m[f] = v
-	}
-	return m, nil
-}
-
-// inPlace reads the next str or bin header and returns its bytes as a
-// slice of b, the decoder's input, capped so an append cannot reach past
-// them.
-func (d *recordDecoder) inPlace(b []byte) ([]byte, error) {
-	n, err := d.dec.DecodeBytesLen()
-	if err != nil {
-		return nil, err
-	}
-	if n < 0 { // nil
-		return nil, nil
-	}
-	off := len(b) - d.r.Len()
-	if n > d.r.Len() {
-		return nil, fmt.Errorf("msgpack: %d bytes wanted, %d left: %w", n, d.r.Len(), io.ErrUnexpectedEOF)
-	}
-	if _, err := d.r.Seek(int64(n), io.SeekCurrent); err != nil {
-		return nil, err
-	}
-	return b[off : off+n : off+n], nil
-}
-
-// name returns the field name as a string, and whether it is one of
-// fields (every name is when fields is empty), without allocating for a
-// name in fields or one met before.
-func (d *recordDecoder) name(name []byte, fields []string) (string, bool) {
-	if len(fields) > 0 {
-		for _, f := range fields {
-			if f == string(name) {
-				return f, true
-			}
-		}
-		return "", false
-	}
-	if f, ok := d.names[string(name)]; ok {
-		return f, true
-	}
-	f := string(name)
-	if len(d.names) < maxNames {
-		d.names[f] = f
-	}
-	return f, true
 }

@@ -33,8 +33,8 @@ func open(t *testing.T, scheduler string) *DB {
 	return db
 }
 
-// record is a record of n fields whose values name the key and field.
-func record(key string, n int) map[string][]byte {
+// rec is a record of n fields whose values name the key and field.
+func rec(key string, n int) map[string][]byte {
 	m := make(map[string][]byte, n)
 	for i := range n {
 		f := fmt.Sprintf("field%d", i)
@@ -51,16 +51,16 @@ func TestDB_RoundTrip(t *testing.T) {
 			const table = "usertable"
 			keys := []string{"user1", "user2", "user3", "user4", "user5"}
 			for _, k := range keys {
-				require.NoError(t, db.Insert(ctx, table, k, record(k, 10)))
+				require.NoError(t, db.Insert(ctx, table, k, rec(k, 10)))
 			}
 			// A record of another table, just past usertable's keys: no
 			// scan of usertable may reach it.
-			require.NoError(t, db.Insert(ctx, "usertablf", "user0", record("other", 1)))
+			require.NoError(t, db.Insert(ctx, "usertablf", "user0", rec("other", 1)))
 
 			// Read: every field, then a subset.
 			got, err := db.Read(ctx, table, "user3", nil)
 			require.NoError(t, err)
-			assert.Equal(t, record("user3", 10), got)
+			assert.Equal(t, rec("user3", 10), got)
 			got, err = db.Read(ctx, table, "user3", []string{"field2", "field7", "nosuchfield"})
 			require.NoError(t, err)
 			assert.Equal(t, map[string][]byte{"field2": []byte("user3/field2"), "field7": []byte("user3/field7")}, got)
@@ -70,7 +70,7 @@ func TestDB_RoundTrip(t *testing.T) {
 				"field2":  []byte("new2"),
 				"field10": []byte("added"),
 			}))
-			want := record("user3", 10)
+			want := rec("user3", 10)
 			want["field2"] = []byte("new2")
 			want["field10"] = []byte("added")
 			got, err = db.Read(ctx, table, "user3", nil)
@@ -91,7 +91,7 @@ func TestDB_RoundTrip(t *testing.T) {
 			}, rows)
 			rows, err = db.Scan(ctx, table, "user4", 100, nil)
 			require.NoError(t, err)
-			assert.Equal(t, []map[string][]byte{record("user4", 10), record("user5", 10)}, rows, "a scan stops at the table's end")
+			assert.Equal(t, []map[string][]byte{rec("user4", 10), rec("user5", 10)}, rows, "a scan stops at the table's end")
 			rows, err = db.Scan(ctx, table, "user0", 0, nil)
 			require.NoError(t, err)
 			assert.Empty(t, rows)
@@ -113,7 +113,7 @@ func TestDB_Batch(t *testing.T) {
 	db := open(t, "mlfq")
 	const table = "usertable"
 	keys := []string{"a", "b", "c"}
-	recs := []map[string][]byte{record("a", 3), record("b", 3), record("c", 3)}
+	recs := []map[string][]byte{rec("a", 3), rec("b", 3), rec("c", 3)}
 	require.NoError(t, db.BatchInsert(ctx, table, keys, recs))
 
 	got, err := db.BatchRead(ctx, table, keys, []string{"field0"})
@@ -139,43 +139,11 @@ func TestDB_Batch(t *testing.T) {
 	require.ErrorIs(t, err, kv.ErrNotFound)
 	rows, err := db.Scan(ctx, table, "", 10, nil)
 	require.NoError(t, err)
-	c := record("c", 3)
+	c := rec("c", 3)
 	c["field2"] = []byte("C2")
 	assert.Equal(t, []map[string][]byte{c}, rows)
 
 	require.Error(t, db.BatchInsert(ctx, table, keys, recs[:1]), "keys and values must pair up")
-}
-
-func TestDecodeRecord_InPlace(t *testing.T) {
-	enc := getEncoder()
-	b, err := enc.encode(record("k", 4))
-	require.NoError(t, err)
-	b = append([]byte(nil), b...)
-	putEncoder(enc)
-
-	m, err := decodeRecord(b, nil)
-	require.NoError(t, err)
-	assert.Equal(t, record("k", 4), m)
-	// The values are slices of b, capped: appending to one must not
-	// overwrite the next field's bytes.
-	m["field0"] = append(m["field0"], 'x')
-	again, err := decodeRecord(b, nil)
-	require.NoError(t, err)
-	assert.Equal(t, record("k", 4), again, "an append to a decoded value reached into the record")
-
-	sub, err := decodeRecord(b, []string{"field2", "nope"})
-	require.NoError(t, err)
-	assert.Equal(t, map[string][]byte{"field2": record("k", 4)["field2"]}, sub)
-
-	allocs := testing.AllocsPerRun(100, func() { _, _ = decodeRecord(b, nil) })
-	assert.LessOrEqual(t, allocs, 2.0, "names met before and values in place: only the map should allocate")
-
-	_, err = decodeRecord([]byte{0xc1}, nil) // 0xc1 is never used in msgpack
-	require.Error(t, err)
-	for cut := 1; cut < len(b); cut++ {
-		_, err := decodeRecord(b[:cut], nil)
-		require.Error(t, err, "a record cut to %d of %d bytes must not decode", cut, len(b))
-	}
 }
 
 func TestOptions_ReportsEveryProblem(t *testing.T) {
@@ -225,7 +193,7 @@ func TestRegistered_TempDir(t *testing.T) {
 	require.NoError(t, err)
 	db := ydb.(*DB)
 	assert.True(t, db.KV().Options().NoSync)
-	require.NoError(t, db.Insert(context.Background(), "t", "k", record("k", 1)))
+	require.NoError(t, db.Insert(context.Background(), "t", "k", rec("k", 1)))
 	dir := db.dir
 	require.DirExists(t, dir)
 	require.NoError(t, db.Close())
@@ -244,7 +212,7 @@ func TestDB_Concurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range keys {
 				k := fmt.Sprintf("user%d-%03d", th, i)
-				assert.NoError(t, db.Insert(ctx, table, k, record(k, 10)))
+				assert.NoError(t, db.Insert(ctx, table, k, rec(k, 10)))
 				got, err := db.Read(ctx, table, k, []string{"field3"})
 				if assert.NoError(t, err) {
 					assert.Equal(t, map[string][]byte{"field3": []byte(k + "/field3")}, got)
