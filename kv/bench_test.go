@@ -18,6 +18,7 @@ import (
 // Get/* run 8 client goroutines (RunParallel with 4 per P on 2 Ps); compare
 // pooled against direct in one run. ShortScan/* run YCSB E's scans (1–100
 // rows from a random key) from 4 goroutines; Scan/* read the whole store.
+// Set/* write from 8 goroutines, with and without a transaction open.
 func BenchmarkStore(b *testing.B) {
 	const n = 200000
 	dir := b.TempDir()
@@ -65,6 +66,31 @@ func BenchmarkStore(b *testing.B) {
 			})
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "gets/s")
+		})
+	}
+
+	// Writes outside transactions, and the same beside an open Txn (every
+	// write then goes through the oracle's lock and is recorded).
+	for _, c := range []struct {
+		name    string
+		opts    Options
+		txnOpen bool
+	}{
+		{"nosync", Options{NoSync: true}, false},
+		{"nosync-txn-open", Options{NoSync: true}, true},
+		{"sync", Options{}, false},
+		{"sync-txn-open", Options{}, true},
+	} {
+		b.Run("Set/"+c.name, func(b *testing.B) {
+			db := openTest(b, dir, &c.opts)
+			if c.txnOpen {
+				tx, err := db.NewTxn(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tx.Rollback()
+			}
+			benchSets(b, db, n)
 		})
 	}
 

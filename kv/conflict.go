@@ -117,7 +117,10 @@ type commitRecord struct {
 type conflictLog struct {
 	seq     uint64         // the last commit's sequence
 	open    map[uint64]int // open transactions by the sequence they began at
-	commits []commitRecord // ascending seq, only while a transaction is open
+	commits []commitRecord // ascending seq, only while a transaction is open or the write is in flight
+	// inflight are the sequences of writes recorded but not yet applied
+	// (recordInFlight), ascending.
+	inflight []uint64
 	// bytes is what commits hold (writeSet.size); past limit the older
 	// half is dropped and floor moves up to the last of them: a
 	// transaction that began before floor can no longer be checked, so it
@@ -132,13 +135,20 @@ type conflictLog struct {
 const defaultConflictLogBytes = 64 << 20
 
 // begin opens a transaction and returns the sequence it began at: it sees
-// every commit up to it, and conflicts with those after.
+// every commit up to it, and conflicts with those after. A write still in
+// flight (recordInFlight) may be missing from the transaction's snapshot,
+// so the start is set before the first of them: the transaction conflicts
+// with it, and with those after, should they touch what it reads.
 func (l *conflictLog) begin() uint64 {
 	if l.open == nil {
 		l.open = map[uint64]int{}
 	}
-	l.open[l.seq]++
-	return l.seq
+	start := l.seq
+	if len(l.inflight) > 0 {
+		start = l.inflight[0] - 1
+	}
+	l.open[start]++
+	return start
 }
 
 // end closes a transaction that began at start (committed or rolled back)
@@ -154,18 +164,43 @@ func (l *conflictLog) end(start uint64) {
 // recorded.
 func (l *conflictLog) busy() bool { return len(l.open) > 0 }
 
-// record commits a write and returns its sequence. It keeps w, which the
-// caller must not change, only while a transaction is open.
+// record commits a write applied under the caller's lock and returns its
+// sequence. It keeps w, which the caller must not change, only while a
+// transaction is open.
 func (l *conflictLog) record(w writeSet) uint64 {
 	l.seq++
 	if l.busy() {
-		l.commits = append(l.commits, commitRecord{seq: l.seq, w: w})
-		l.bytes += w.size()
-		if limit := cmp.Or(l.limit, defaultConflictLogBytes); l.bytes > limit {
-			l.cut(limit / 2)
-		}
+		l.keep(w)
 	}
 	return l.seq
+}
+
+// recordInFlight commits a write that will be applied after the caller
+// lets go of its lock, and returns its sequence: done(seq) must follow
+// once it is applied. Meanwhile w is kept whether or not a transaction is
+// open, for one may begin before it lands.
+func (l *conflictLog) recordInFlight(w writeSet) uint64 {
+	l.seq++
+	l.keep(w)
+	l.inflight = append(l.inflight, l.seq)
+	return l.seq
+}
+
+// done marks the in-flight write seq applied.
+func (l *conflictLog) done(seq uint64) {
+	if i, ok := slices.BinarySearch(l.inflight, seq); ok {
+		l.inflight = slices.Delete(l.inflight, i, i+1)
+	}
+	l.prune()
+}
+
+// keep appends a record of the write just sequenced, within the limit.
+func (l *conflictLog) keep(w writeSet) {
+	l.commits = append(l.commits, commitRecord{seq: l.seq, w: w})
+	l.bytes += w.size()
+	if limit := cmp.Or(l.limit, defaultConflictLogBytes); l.bytes > limit {
+		l.cut(limit / 2)
+	}
 }
 
 // cut drops the oldest records until at most keep bytes remain, and moves
@@ -207,16 +242,20 @@ func (l *conflictLog) conflicts(start uint64, r *readSet) bool {
 }
 
 // prune drops the records of commits at or before the oldest open
-// transaction's start: no open transaction can conflict with them.
+// transaction's start, and before the first write in flight: no open
+// transaction, nor one that begins now, can conflict with them.
 func (l *conflictLog) prune() {
-	if !l.busy() {
+	oldest := l.seq
+	if len(l.inflight) > 0 {
+		oldest = l.inflight[0] - 1
+	}
+	for s := range l.open {
+		oldest = min(oldest, s)
+	}
+	if oldest == l.seq {
 		clear(l.commits)
 		l.commits, l.bytes = l.commits[:0], 0
 		return
-	}
-	oldest := l.seq
-	for s := range l.open {
-		oldest = min(oldest, s)
 	}
 	n := 0
 	for n < len(l.commits) && l.commits[n].seq <= oldest {

@@ -175,3 +175,34 @@ func TestConflictLog_BoundedByLimit(t *testing.T) {
 	assert.Empty(t, l.commits)
 	assert.Zero(t, l.bytes)
 }
+
+// TestConflictLog_InFlight: a plain write recorded but not yet applied is
+// kept with no transaction open; one that begins meanwhile starts before
+// it (its snapshot may miss it), so conflicts with it; once applied, and
+// with nobody open, nothing is kept.
+func TestConflictLog_InFlight(t *testing.T) {
+	var l conflictLog
+	w := l.recordInFlight(writeSet{keys: keysOf("k")})
+	require.Len(t, l.commits, 1, "kept while in flight, though nobody is open")
+	start := l.begin()
+	assert.Less(t, start, w, "begun before the write in flight")
+	var r readSet
+	r.addKey([]byte("k"))
+	assert.True(t, l.conflicts(start, &r))
+	l.done(w)
+	assert.True(t, l.conflicts(start, &r), "applied, still after the start")
+	l.end(start)
+	assert.Empty(t, l.commits)
+	assert.Empty(t, l.inflight)
+
+	a := l.recordInFlight(writeSet{keys: keysOf("a")})
+	b := l.recordInFlight(writeSet{keys: keysOf("b")})
+	l.done(b)
+	assert.Len(t, l.commits, 2, "b is done but after a, still in flight")
+	start = l.begin()
+	assert.Equal(t, a-1, start)
+	l.done(a)
+	l.end(start)
+	assert.Empty(t, l.commits)
+	assert.Equal(t, b, l.begin(), "nothing in flight: the last sequence")
+}

@@ -18,12 +18,14 @@ import (
 // reading the flag. A transaction that begins with recording off turns it
 // on holding DB.writeMu exclusively — so that no write that read the flag
 // as off is still in flight, unseen by the transaction's snapshot and
-// unrecorded — and from then on every write, a transaction's commit among
-// them, takes oracle.mu: it is checked (a commit), recorded, and applied to
-// Pebble's memtable and WAL buffer under the lock, so that commit order and
-// WAL order agree and a transaction's snapshot, taken under the same lock,
-// holds exactly the writes before its start. The fsync is waited for after
-// the lock is let go (Pebble's ApplyNoSyncWait), so syncs still group.
+// unrecorded — and from then on every write takes oracle.mu. A
+// transaction's commit is checked, recorded and applied to Pebble's
+// memtable and WAL buffer under the lock, so that commit order and WAL
+// order agree, and the fsync is waited for after it (Pebble's
+// ApplyNoSyncWait), so syncs still group. A plain write, which read
+// nothing, is only sequenced and recorded under the lock and applied after
+// it, beside other plain writes (applyRecorded). A transaction's snapshot
+// is taken under the lock too.
 //
 // Locks are taken in the order DB.mu, DB.writeMu, oracle.mu.
 
@@ -94,32 +96,50 @@ func (db *DB) endTxn(start uint64) {
 // writeMu, shared or alone.
 func (db *DB) applyBatch(pb *pebble.Batch, ws func() writeSet, tx *txnCheck) error {
 	o := &db.oracle
-	if tx == nil && !o.recording.Load() {
-		return db.pdb.Apply(pb, db.wopts)
+	if tx == nil {
+		if !o.recording.Load() {
+			return db.pdb.Apply(pb, db.wopts)
+		}
+		return db.applyRecorded(pb, ws)
 	}
 	o.mu.Lock()
-	if tx != nil && o.log.conflicts(tx.start, tx.reads) {
+	if o.log.conflicts(tx.start, tx.reads) {
 		o.mu.Unlock()
 		return ErrConflict
 	}
-	var w writeSet
-	if o.log.busy() {
-		w = ws()
-	}
-	o.log.record(w)
+	o.log.record(ws()) // kept: the committing transaction is open
 	var err error
 	if db.wopts.Sync {
 		err = db.pdb.ApplyNoSyncWait(pb, db.wopts)
 	} else {
 		err = db.pdb.Apply(pb, db.wopts)
 	}
-	if stopRecording(o.log.busy(), o.idleSince, time.Now()) {
-		o.recording.Store(false)
-	}
 	o.mu.Unlock()
 	if err == nil && db.wopts.Sync {
 		err = pb.SyncWait()
 	}
+	return err
+}
+
+// applyRecorded is a plain write while recording: sequenced and recorded
+// under the lock, applied after it, so that plain writes insert into the
+// memtable side by side. Order is kept where it matters: a transaction's
+// commit is checked and applied under the lock, so a write sequenced after
+// it lands after it; one sequenced before it is in the log it is checked
+// against; and one still in flight when a transaction begins counts as
+// after its start (conflictLog.begin).
+func (db *DB) applyRecorded(pb *pebble.Batch, ws func() writeSet) error {
+	o := &db.oracle
+	o.mu.Lock()
+	seq := o.log.recordInFlight(ws())
+	if stopRecording(o.log.busy(), o.idleSince, time.Now()) {
+		o.recording.Store(false)
+	}
+	o.mu.Unlock()
+	err := db.pdb.Apply(pb, db.wopts)
+	o.mu.Lock()
+	o.log.done(seq)
+	o.mu.Unlock()
 	return err
 }
 
