@@ -194,6 +194,9 @@ func lockErr(err error) error {
 	return err
 }
 
+// buildRowCache builds the row cache; a test makes it fail.
+var buildRowCache = newRowCache
+
 // finishOpen builds the store around an open Pebble.
 func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk *diskHealth, reads *diskReads, closers []io.Closer) (*DB, error) {
 	var err error
@@ -209,8 +212,8 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 		db.wopts = pebble.NoSync
 	}
 	if o.RowCacheSize > 0 {
-		if db.cache, err = newRowCache(o.RowCacheSize); err != nil {
-			_ = pdb.Close()
+		if db.cache, err = buildRowCache(o.RowCacheSize); err != nil {
+			db.closeStorage() // Pebble and the closers: the disk-health checker too
 			return nil, fmt.Errorf("kv: open %s: row cache: %w", dir, err)
 		}
 	}

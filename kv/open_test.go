@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 func TestOpen_NewStoreAtNewestFormat(t *testing.T) {
@@ -129,4 +130,20 @@ func TestMemTableSize_FollowsTheBlockCache(t *testing.T) {
 			assert.LessOrEqual(t, memTables*tc.want, uint64(tc.cache)/2)
 		}
 	}
+}
+
+// TestOpen_RowCacheFailureLeaksNothing: when the row cache cannot be built,
+// Open fails and closes all it opened — Pebble, and the disk-health
+// checker of the operating system's filesystem — and the directory opens
+// again.
+func TestOpen_RowCacheFailureLeaksNothing(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	buildRowCache = func(int64) (*rowCache, error) { return nil, errors.New("no memory today") }
+	_, err := Open(dir, nil)
+	buildRowCache = newRowCache
+	require.ErrorContains(t, err, "row cache: no memory today")
+	db, err := Open(dir, nil)
+	require.NoError(t, err, "the lock was let go")
+	require.NoError(t, db.Close())
 }
