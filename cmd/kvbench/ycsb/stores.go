@@ -70,7 +70,8 @@ var knownStores = map[string]store{
 }
 
 // coopkvStore is coopkv with the given read scheduler, through package
-// coopkvdb, its writes unsynced (kv.Options.NoSync).
+// coopkvdb, its writes unsynced (kv.Options.NoSync), its updates
+// transactions.
 func coopkvStore(scheduler string) store {
 	return store{
 		driver: coopkvdb.Name,
@@ -79,9 +80,12 @@ func coopkvStore(scheduler string) store {
 				coopkvdb.PropDir:       filepath.Join(dir, "coopkv"),
 				coopkvdb.PropScheduler: scheduler,
 				coopkvdb.PropNoSync:    "true",
+				// Updates, F's read-modify-writes among them, in kv.Update;
+				// -p coopkv.txn=false measures a plain Get then Set.
+				coopkvdb.PropTxn: "true",
 			}
 		},
-		about: "coopkv (this repository) through package coopkvdb, scheduler " + scheduler + "; NoSync, kv's default caches and workers",
+		about: "coopkv (this repository) through package coopkvdb, scheduler " + scheduler + "; NoSync, updates in kv.Update unless coopkv.txn=false, kv's default caches and workers",
 	}
 }
 

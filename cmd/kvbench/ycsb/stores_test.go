@@ -56,6 +56,7 @@ func TestStores_NoSync(t *testing.T) {
 			opts := db.KV().Options()
 			assert.True(t, opts.NoSync)
 			assert.Equal(t, name, "coopkv-"+string(opts.Scheduler))
+			assert.True(t, db.Txn(), "updates in kv.Update")
 		})
 	}
 }
@@ -71,6 +72,7 @@ func TestStoreProps_ExtraWins(t *testing.T) {
 		"coopkv.dir":       "/d/coopkv",
 		"coopkv.scheduler": "fifo",
 		"coopkv.nosync":    "true",
+		"coopkv.txn":       "true",
 		"coopkv.rowcache":  "-1",
 	}, m)
 }

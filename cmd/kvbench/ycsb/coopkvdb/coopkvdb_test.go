@@ -19,14 +19,18 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// open opens a store in a test directory with the scheduler given, closed
-// when the test ends.
-func open(t *testing.T, scheduler string) *DB {
+// open opens a store in a test directory with the scheduler given and
+// props (name, value, …), closed when the test ends.
+func open(t *testing.T, scheduler string, props ...string) *DB {
 	t.Helper()
-	p := properties.LoadMap(map[string]string{
+	m := map[string]string{
 		PropDir:       filepath.Join(t.TempDir(), "store"),
 		PropScheduler: scheduler,
-	})
+	}
+	for i := 0; i+1 < len(props); i += 2 {
+		m[props[i]] = props[i+1]
+	}
+	p := properties.LoadMap(m)
 	db, err := Open(p)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
@@ -44,10 +48,12 @@ func rec(key string, n int) map[string][]byte {
 }
 
 func TestDB_RoundTrip(t *testing.T) {
-	for _, scheduler := range []string{"mlfq", "fifo", "direct"} {
-		t.Run(scheduler, func(t *testing.T) {
+	for _, tc := range []struct{ scheduler, txn string }{
+		{"mlfq", "true"}, {"fifo", "true"}, {"direct", "true"}, {"mlfq", "false"}, {"direct", "false"},
+	} {
+		t.Run(tc.scheduler+"/txn="+tc.txn, func(t *testing.T) {
 			ctx := context.Background()
-			db := open(t, scheduler)
+			db := open(t, tc.scheduler, PropTxn, tc.txn)
 			const table = "usertable"
 			keys := []string{"user1", "user2", "user3", "user4", "user5"}
 			for _, k := range keys {
@@ -109,8 +115,13 @@ func TestDB_RoundTrip(t *testing.T) {
 }
 
 func TestDB_Batch(t *testing.T) {
+	for _, txn := range []string{"true", "false"} {
+		t.Run("txn="+txn, func(t *testing.T) { testBatch(t, open(t, "mlfq", PropTxn, txn)) })
+	}
+}
+
+func testBatch(t *testing.T, db *DB) {
 	ctx := context.Background()
-	db := open(t, "mlfq")
 	const table = "usertable"
 	keys := []string{"a", "b", "c"}
 	recs := []map[string][]byte{rec("a", 3), rec("b", 3), rec("c", 3)}
@@ -144,44 +155,51 @@ func TestDB_Batch(t *testing.T) {
 	assert.Equal(t, []map[string][]byte{c}, rows)
 
 	require.Error(t, db.BatchInsert(ctx, table, keys, recs[:1]), "keys and values must pair up")
+	require.NoError(t, db.BatchUpdate(ctx, table, nil, nil), "an empty batch does nothing")
 }
 
-func TestOptions_ReportsEveryProblem(t *testing.T) {
+func TestParseSettings_ReportsEveryProblem(t *testing.T) {
 	p := properties.LoadMap(map[string]string{
 		PropScheduler: "lottery",
 		PropRowCache:  "lots",
 		PropWorkers:   "4.5",
 		PropNoSync:    "maybe",
+		PropTxn:       "sometimes",
 	})
-	_, _, err := Options(p)
+	_, err := ParseSettings(p)
 	require.Error(t, err)
-	for _, name := range []string{PropScheduler, PropRowCache, PropWorkers, PropNoSync} {
+	for _, name := range []string{PropScheduler, PropRowCache, PropWorkers, PropNoSync, PropTxn} {
 		assert.ErrorContains(t, err, name)
 	}
 }
 
-func TestOptions_Values(t *testing.T) {
-	dir, opts, err := Options(properties.LoadMap(map[string]string{
+func TestParseSettings_Values(t *testing.T) {
+	set, err := ParseSettings(properties.LoadMap(map[string]string{
 		PropDir:        "/somewhere",
 		PropScheduler:  "direct",
 		PropRowCache:   "-1",
 		PropBlockCache: "1048576",
 		PropWorkers:    "3",
+		PropTxn:        "false",
 	}))
 	require.NoError(t, err)
-	assert.Equal(t, "/somewhere", dir)
-	assert.Equal(t, &kv.Options{
-		Scheduler:    kv.SchedulerDirect,
-		RowCacheSize: -1,
-		CacheSize:    1 << 20,
-		Workers:      3,
-		NoSync:       true, // the default: no store in the comparison fsyncs
-	}, opts)
+	assert.Equal(t, Settings{
+		Dir: "/somewhere",
+		KV: &kv.Options{
+			Scheduler:    kv.SchedulerDirect,
+			RowCacheSize: -1,
+			CacheSize:    1 << 20,
+			Workers:      3,
+			NoSync:       true, // the default: no store in the comparison fsyncs
+		},
+		Txn: false,
+	}, set)
 
-	_, opts, err = Options(properties.LoadMap(map[string]string{PropNoSync: "false"}))
+	set, err = ParseSettings(properties.LoadMap(map[string]string{PropNoSync: "false"}))
 	require.NoError(t, err)
-	assert.False(t, opts.NoSync)
-	assert.Equal(t, kv.SchedulerMLFQ, opts.Scheduler)
+	assert.False(t, set.KV.NoSync)
+	assert.Equal(t, kv.SchedulerMLFQ, set.KV.Scheduler)
+	assert.True(t, set.Txn, "updates are transactions by default")
 }
 
 // The binding is in go-ycsb's registry, and a store without coopkv.dir
@@ -237,4 +255,59 @@ func TestDB_Concurrent(t *testing.T) {
 		assert.Equal(t, []byte("u"), r["field0"])
 		assert.Len(t, r, 2)
 	}
+}
+
+// Threads update one record at once, each its own field: in transactions
+// no thread's field is lost, as a Get then a Set (coopkv.txn=false) loses
+// them when two updates interleave.
+func TestDB_UpdateTxn_NoLostField(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, "mlfq")
+	const table, key, threads, rounds = "usertable", "hot", 8, 40
+	require.NoError(t, db.Insert(ctx, table, key, rec(key, 1)))
+	var wg sync.WaitGroup
+	for th := range threads {
+		wg.Go(func() {
+			f := fmt.Sprintf("thread%d", th)
+			for i := range rounds {
+				assert.NoError(t, db.Update(ctx, table, key, map[string][]byte{f: fmt.Appendf(nil, "%d", i)}))
+			}
+		})
+	}
+	wg.Wait()
+	got, err := db.Read(ctx, table, key, nil)
+	require.NoError(t, err)
+	want := rec(key, 1)
+	for th := range threads {
+		want[fmt.Sprintf("thread%d", th)] = fmt.Appendf(nil, "%d", rounds-1)
+	}
+	assert.Equal(t, want, got)
+	t.Logf("%d retries", db.TxnRetries())
+}
+
+// A write between an update's read and its write makes the update run
+// again, on the record as that write left it, and counts a retry.
+func TestDB_UpdateTxn_RetriesAConflict(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, "mlfq")
+	const table = "usertable"
+	require.NoError(t, db.Insert(ctx, table, "k", rec("k", 2)))
+	db.beforeSet = func(attempt int, k []byte) {
+		if attempt == 1 { // a plain write of the key, between the Txn's Get and its Set
+			require.NoError(t, db.set(k, map[string][]byte{"field0": []byte("other")}))
+		}
+	}
+	require.NoError(t, db.Update(ctx, table, "k", map[string][]byte{"field1": []byte("mine")}))
+	assert.Equal(t, int64(1), db.TxnRetries())
+	got, err := db.Read(ctx, table, "k", nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]byte{"field0": []byte("other"), "field1": []byte("mine")}, got,
+		"the second attempt reads the other write's record")
+
+	// A conflict at every attempt: kv.Update gives up after 10.
+	db.beforeSet = func(_ int, k []byte) { require.NoError(t, db.set(k, rec("k", 1))) }
+	err = db.Update(ctx, table, "k", map[string][]byte{"field1": []byte("lost")})
+	require.ErrorIs(t, err, kv.ErrConflict)
+	assert.ErrorContains(t, err, "coopkvdb: update usertable:k: ")
+	assert.Equal(t, int64(1+9), db.TxnRetries())
 }
