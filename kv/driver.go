@@ -3,7 +3,6 @@ package kv
 import (
 	"context"
 	"io"
-	"slices"
 
 	"github.com/coopkv/coopkv/coproc"
 )
@@ -125,36 +124,4 @@ func (s *Snapshot) closeBackend() error {
 		return nil
 	}
 	return s.backend.Close()
-}
-
-// OpKind says what a BatchOp does.
-type OpKind uint8
-
-// The kinds of BatchOp.
-const (
-	OpSet         OpKind = iota // write Value under Key
-	OpDelete                    // delete Key
-	OpDeleteRange               // delete every key in [Key, Value)
-)
-
-// BatchOp is one write of a Batch, as Batch.Ops shows it to a backend.
-type BatchOp struct {
-	Kind OpKind
-	// Key is the key written or deleted; for OpDeleteRange the range's
-	// start, empty when open.
-	Key []byte
-	// Value is the value of an OpSet; for OpDeleteRange the range's end,
-	// nil when open.
-	Value []byte
-}
-
-// Ops returns the batch's writes in the order they apply, for a backend
-// that applies the batch itself, or the error that makes applying it fail
-// (ErrEmptyKey, ErrInvalidRange). The slice and its bytes are the batch's:
-// read them, and neither keep nor change them past the Write.
-func (b *Batch) Ops() ([]BatchOp, error) {
-	if b.err != nil {
-		return nil, b.err
-	}
-	return slices.Clip(b.ops), nil
 }

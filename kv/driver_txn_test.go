@@ -68,6 +68,7 @@ func (t *plainTxn) Scan(ctx context.Context, start, end []byte, opts *kv.ScanOpt
 	}
 	t.read = true
 	it := t.snap.Scan(ctx, start, end, &kv.ScanOptions{Reverse: so.Reverse})
+	defer it.Close()
 	merged := map[string][]byte{}
 	for k, v := range it.All() {
 		merged[string(k)] = slices.Clone(v)

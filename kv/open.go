@@ -1,0 +1,164 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/resource"
+	"github.com/coopkv/coopkv/scan"
+)
+
+// Opening a store: Pebble under the store's filesystem, then the row
+// cache and the read pool around it.
+
+// Open opens the store in dir, creating it if it does not exist. opts may be
+// nil. With opts.InMemory the store lives in memory and dir is a name only.
+func Open(dir string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	o.ensureDefaults()
+
+	disk := newDiskHealth(o.Logger)
+	events := eventListener(o.Logger)
+	po := &pebble.Options{Logger: pebbleLogger{o.Logger, disk}, EventListener: events, ReadOnly: o.ReadOnly}
+	var closers []io.Closer
+	if o.FS != nil {
+		po.FS = o.FS
+		if dir == "" {
+			dir = "coopkv"
+		}
+	} else if o.InMemory {
+		po.FS = vfs.NewMem()
+		if dir == "" {
+			dir = "coopkv"
+		}
+	} else {
+		if dir == "" {
+			return nil, errors.New("kv: open: empty directory name")
+		}
+		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+			return nil, fmt.Errorf("kv: open %s: not a directory", dir)
+		}
+		// Pebble adds disk-health checks to the default filesystem itself,
+		// but a failed Open then leaks the checker's goroutine: wrap it here
+		// and close it on every path.
+		var fsCloser io.Closer
+		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, events.DiskSlow)
+		closers = append(closers, fsCloser)
+	}
+	reads := newDiskReads()
+	po.FS = &diskFS{FS: po.FS, h: disk, dir: filepath.Clean(dir), os: o.FS == nil && !o.InMemory, reads: reads}
+	tunePebble(po, o.CacheSize)
+	// Open checks the tables itself (checkTableFiles): Pebble's check
+	// fails with an error that says neither ErrCorrupt nor anything a
+	// caller can test.
+	po.DisableConsistencyCheck = true
+	// Pebble's default block cache is 8 MB; ours is CacheSize. Open takes
+	// its own reference, so ours is dropped once it has.
+	cache := pebble.NewCache(o.CacheSize)
+	defer cache.Unref()
+	po.Cache = cache
+
+	// A new store is written at the newest format Pebble knows (left to
+	// itself Pebble picks its oldest). An existing one keeps its format:
+	// raising it is a one-way step (an older Pebble could no longer open
+	// the store) that is not Open's to take.
+	desc, err := pebble.Peek(dir, po.FS)
+	missing := errors.Is(err, os.ErrNotExist) || err == nil && !desc.Exists
+	if missing {
+		po.FormatMajorVersion = pebble.FormatNewest
+	}
+	if err != nil && !missing {
+		// Not knowing the store's format, Open must not guess it: a
+		// failure to read the directory is Open's failure.
+		err = fmt.Errorf("kv: open %s: %w", dir, err)
+	} else if o.ReadOnly && missing {
+		// Pebble would create an empty store in memory and then fail to
+		// find its manifest; say what is wrong instead.
+		err = fmt.Errorf("kv: open %s read-only: no store there", dir)
+	} else {
+		var pdb *pebble.DB
+		if pdb, err = pebble.Open(dir, po); err == nil {
+			return finishOpen(dir, o, po, pdb, disk, reads, closers)
+		}
+		if isNotExist(err) {
+			// The store is there (Peek found it): a file it lists is not.
+			err = &corruptError{err}
+		}
+		err = fmt.Errorf("kv: open %s: %w", dir, corruptOr(lockErr(err)))
+	}
+	for _, c := range closers {
+		_ = c.Close()
+	}
+	return nil, err
+}
+
+// lockErr turns a failure to lock the directory — fcntl's EAGAIN or EACCES
+// from another process, errLockedHere for a second opener in this one
+// (diskFS.Lock) — into ErrLocked, keeping the cause's words.
+func lockErr(err error) error {
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || errors.Is(err, errLockedHere) {
+		return fmt.Errorf("%w (%v)", ErrLocked, err)
+	}
+	return err
+}
+
+// buildRowCache builds the row cache; a test makes it fail.
+var buildRowCache = newRowCache
+
+// finishOpen builds the store around an open Pebble.
+func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk *diskHealth, reads *diskReads, closers []io.Closer) (*DB, error) {
+	var err error
+	// Check reads table files with the options Pebble runs with.
+	po = po.Clone()
+	po.EnsureDefaults()
+	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*Snapshot]struct{}{}, closers: closers, disk: disk, reads: reads, groups: resource.NewManager(), closeDone: make(chan struct{})}
+	if err := db.checkTableFiles(); err != nil {
+		db.closeStorage()
+		return nil, fmt.Errorf("kv: open %s: %w", dir, err)
+	}
+	if o.NoSync {
+		db.wopts = pebble.NoSync
+	}
+	if o.RowCacheSize > 0 {
+		if db.cache, err = buildRowCache(o.RowCacheSize); err != nil {
+			db.closeStorage() // Pebble and the closers: the disk-health checker too
+			return nil, fmt.Errorf("kv: open %s: row cache: %w", dir, err)
+		}
+	}
+	if o.Scheduler != SchedulerDirect {
+		po := readpool.Options{Workers: o.Workers, MaxWorkers: o.MaxWorkers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice, Spares: o.spares}
+		switch o.Scheduler {
+		case SchedulerFIFO:
+			po.Queue = readpool.NewFIFO()
+		case SchedulerWorkStealing:
+			po.Queue = readpool.NewWorkStealing()
+		case SchedulerPriority:
+			db.sched = resource.NewScheduler(db.groups)
+			po.Queue, po.Accountant = db.sched, db.sched
+		default:
+			po.Queue = readpool.NewMLFQ(readpool.MLFQOptions{})
+		}
+		db.pool, err = readpool.New(po)
+		if err != nil {
+			db.closeStorage()
+			return nil, fmt.Errorf("kv: open %s: %w", dir, err)
+		}
+		reads.pool.Store(db.pool) // slow table reads tell it from now on
+	}
+	return db, nil
+}

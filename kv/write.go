@@ -1,0 +1,269 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The write path: every write runs on its caller's goroutine, bracketed
+// for the row cache, and through the oracle while transactions are open.
+
+// Set stores value under key, on the caller's goroutine; synced unless
+// NoSync. The store keeps its own copy of both.
+func (db *DB) Set(key, value []byte) error {
+	if len(key) == 0 {
+		return db.closedOr(ErrEmptyKey)
+	}
+	if err := db.enterWrite(); err != nil {
+		return err
+	}
+	defer db.exitWrite(false)
+	gen := db.beforeWrite(key)
+	var err error
+	if db.oracle.recording.Load() {
+		err = db.applyOne(key, value, false)
+	} else {
+		err = db.pdb.Set(key, value, db.wopts)
+	}
+	if err := db.committed(err); err != nil {
+		db.writeFailed(key, gen)
+		return fmt.Errorf("kv: set %q: %w", key, err)
+	}
+	db.written(key, value, false, gen)
+	return nil
+}
+
+// Delete removes key; deleting a missing key is not an error.
+func (db *DB) Delete(key []byte) error {
+	if len(key) == 0 {
+		return db.closedOr(ErrEmptyKey)
+	}
+	if err := db.enterWrite(); err != nil {
+		return err
+	}
+	defer db.exitWrite(false)
+	gen := db.beforeWrite(key)
+	var err error
+	if db.oracle.recording.Load() {
+		err = db.applyOne(key, nil, true)
+	} else {
+		err = db.pdb.Delete(key, db.wopts)
+	}
+	if err := db.committed(err); err != nil {
+		db.writeFailed(key, gen)
+		return fmt.Errorf("kv: delete %q: %w", key, err)
+	}
+	db.written(key, nil, true, gen)
+	return nil
+}
+
+// applyOne is Set (or Delete) while writes are recorded for transactions.
+func (db *DB) applyOne(key, value []byte, del bool) error {
+	pb := db.pdb.NewBatch()
+	defer pb.Close()
+	var err error
+	if del {
+		err = pb.Delete(key, nil)
+	} else {
+		err = pb.Set(key, value, nil)
+	}
+	if err != nil {
+		return err
+	}
+	return db.applyBatch(pb, func() writeSet { return writeSet{keys: [][]byte{bytes.Clone(key)}} }, nil)
+}
+
+// committed is the outcome of a write Pebble returned err for: once the
+// store has failed, ErrFailed, whatever Pebble said — its WAL may not hold
+// the write (see disk.go).
+func (db *DB) committed(err error) error {
+	if ferr := db.disk.failedErr(); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// beforeWrite and then written or writeFailed bracket a write of key to
+// Pebble for the row cache (rowCache.beforeWrite, rowCache.written).
+func (db *DB) beforeWrite(key []byte) cacheStamp {
+	if db.cache == nil {
+		return cacheStamp{}
+	}
+	return db.cache.beforeWrite(key)
+}
+
+func (db *DB) written(key, val []byte, del bool, gen cacheStamp) {
+	if h := db.hooks.afterWrite; h != nil {
+		h(key)
+	}
+	if db.cache != nil {
+		db.cache.written(key, val, del, gen)
+	}
+}
+
+// writeFailed ends a write Pebble refused: the key is dropped from the
+// cache, as nothing says what Pebble holds for it now.
+func (db *DB) writeFailed(key []byte, gen cacheStamp) {
+	if db.cache != nil {
+		db.cache.written(key, nil, true, gen)
+	}
+}
+
+// Apply commits b atomically: all of its writes or none. After Close it
+// fails with ErrClosed, whatever b holds. A batch that was given an empty
+// key fails with ErrEmptyKey, one given an invalid range with
+// ErrInvalidRange, and either writes nothing. Apply leaves b unchanged.
+//
+// A batch that deletes a range with an open end waits for the writes in
+// flight and holds new ones back until it has committed: the end is found
+// as the last key then stored (see DeleteRange).
+//
+// On a failed store Apply fails with ErrFailed, on a full disk with
+// ErrDiskFull, and writes nothing (see Options.NoSync). A batch already
+// committing when the disk fills waits for space, or for Close: its batch
+// is in the WAL's buffer, and returning before it is written out would
+// leave the caller unable to say whether it committed.
+func (db *DB) Apply(b *Batch) error {
+	alone := b != nil && b.openRange()
+	if err := db.enterWriteAs(alone); err != nil {
+		return err
+	}
+	defer db.exitWrite(alone)
+	if b == nil {
+		return errors.New("kv: apply: nil batch")
+	}
+	if b.err != nil {
+		return b.err
+	}
+	if len(b.ops) == 0 {
+		return nil
+	}
+	return db.applyOps(b.ops, nil)
+}
+
+// applyOps is Apply of ops (valid, not empty), checked first against tx
+// when it is not nil; the caller holds writeMu as Apply does.
+func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
+	pb := db.pdb.NewBatch()
+	defer pb.Close()
+	ranges := 0
+	for _, op := range ops {
+		var err error
+		switch op.Kind {
+		case OpDelete:
+			err = pb.Delete(op.Key, nil)
+		case OpDeleteRange:
+			ranges++
+			end := op.Value
+			if end == nil {
+				if end, err = db.rangeEnd(op.Key); end == nil && err == nil {
+					continue // no key at or after start
+				}
+			}
+			if err == nil {
+				err = pb.DeleteRange(op.Key, end, nil)
+			}
+		default:
+			err = pb.Set(op.Key, op.Value, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("kv: apply: %w", err)
+		}
+	}
+	var gens []cacheStamp
+	var rgen uint64
+	if db.cache != nil {
+		gens = make([]cacheStamp, len(ops))
+		for i, op := range ops {
+			if op.Kind != OpDeleteRange {
+				gens[i] = db.cache.beforeWrite(op.Key)
+			}
+		}
+		if ranges > 0 {
+			rgen = db.cache.beforeRangeDelete()
+		}
+	}
+	err := db.applyBatch(pb, func() writeSet { return opsWriteSet(ops) }, tx)
+	if err == ErrConflict {
+		for i, op := range ops {
+			if gens != nil {
+				db.writeFailed(op.Key, gens[i]) // nothing was written
+			}
+		}
+		return err
+	}
+	err = db.committed(err)
+	if ranges > 0 && db.cache != nil {
+		db.cache.rangeDeleted(rgen)
+	}
+	if err != nil {
+		for i, op := range ops {
+			if gens != nil && op.Kind != OpDeleteRange {
+				db.writeFailed(op.Key, gens[i])
+			}
+		}
+		return fmt.Errorf("kv: apply %d writes: %w", len(ops), err)
+	}
+	// Writes of one stripe in the batch (a key set twice among them) were
+	// in flight together, so none of them refreshes its key: the first of
+	// two values of a key is never served. Nor does a write beside a range
+	// deletion: the range word moved while it was in flight.
+	for i, op := range ops {
+		if op.Kind == OpDeleteRange {
+			continue
+		}
+		var gen cacheStamp
+		if gens != nil {
+			gen = gens[i]
+		}
+		db.written(op.Key, op.Value, op.Kind == OpDelete, gen)
+	}
+	return nil
+}
+
+// rangeEnd is the end bound for a range deletion from start with an open
+// end: just past the last key stored, nil when there is none at or after
+// start. The caller holds writeMu exclusively, so no key is written past
+// it before the deletion commits.
+func (db *DB) rangeEnd(start []byte) ([]byte, error) {
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: start})
+	if err != nil {
+		return nil, err
+	}
+	var end []byte
+	if it.Last() {
+		end = append(bytes.Clone(it.Key()), 0)
+	}
+	return end, it.Close()
+}
+
+// Write applies b atomically, as Apply does, failing with ctx's error if
+// ctx is done before the write starts; once it has started, the write is
+// not abandoned (not even while it waits for disk space: see Apply). It is
+// the write of the Store interface.
+func (db *DB) Write(ctx context.Context, b *Batch) error {
+	if err := ctx.Err(); err != nil {
+		return db.closedOr(fmt.Errorf("kv: write: %w", err))
+	}
+	return db.Apply(b)
+}
+
+// DeleteRange deletes every key in [start, end) atomically; a nil start or
+// end is open, as in Scan (both nil: every key). A start after end is
+// ErrInvalidRange. It is coherent with the row cache: once it has
+// returned, no Get returns a value it deleted, cached or not — every
+// cached value is dropped, as the cache cannot tell which keys a range
+// holds. With an open end it finds the last key stored and deletes up to
+// it, holding other writes back meanwhile (not reads).
+func (db *DB) DeleteRange(start, end []byte) error {
+	b := Batch{}
+	b.DeleteRange(start, end)
+	if b.err != nil {
+		return db.closedOr(b.err)
+	}
+	return db.Apply(&b)
+}
