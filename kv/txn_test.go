@@ -348,3 +348,39 @@ func TestOracle_RecordingTurnsOffAndOn(t *testing.T) {
 	assert.Empty(t, db.oracle.log.commits, "no transaction open: no record kept")
 	db.oracle.mu.Unlock()
 }
+
+// TestTxn_ReadsAreReadPoolTasks: a Txn's reads wait in the pool like any
+// other — behind a held worker they end at their deadline, and a full
+// pool refuses them with ErrBusy — and the Txn goes on afterwards.
+func TestTxn_ReadsAreReadPoolTasks(t *testing.T) {
+	busy, _ := openSaturated(t, Options{MaxTasks: 1})
+	ctx := context.Background()
+	tx := mustTxn(t, busy)
+	// The held Get may run inline (no place of MaxTasks) or on the worker
+	// (the one place): a queued scan fills the place in the first case
+	// and is refused in the second.
+	filler := busy.Scan(ctx, nil, nil, nil)
+	t.Cleanup(func() { _ = filler.Close() })
+	_, err := tx.Get(ctx, []byte("k"))
+	assert.ErrorIs(t, err, ErrBusy)
+	_, err = tx.MultiGet(ctx, keysOf("a", "b"))
+	assert.ErrorIs(t, err, ErrBusy)
+	it := tx.Scan(ctx, nil, nil, nil)
+	assert.False(t, it.Next())
+	assert.ErrorIs(t, it.Err(), ErrBusy)
+	require.NoError(t, it.Close())
+	tx.Rollback()
+
+	db, release := openSaturated(t, Options{})
+	tx = mustTxn(t, db)
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	_, err = tx.Get(short, []byte("k"))
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "queued behind the held worker")
+
+	release()
+	_, err = tx.Get(ctx, []byte("k"))
+	assert.ErrorIs(t, err, ErrNotFound, "the worker is free again")
+	require.NoError(t, tx.Set([]byte("k"), nil))
+	assert.NoError(t, tx.Commit(ctx), "failed reads were not reads")
+}
