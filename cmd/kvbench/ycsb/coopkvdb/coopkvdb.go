@@ -56,14 +56,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/magiconair/properties"
-	"github.com/pingcap/go-ycsb/pkg/prop"
 	"github.com/pingcap/go-ycsb/pkg/ycsb"
 
+	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/internal/binding"
 	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/internal/record"
 	"github.com/coopkv/coopkv/kv"
 )
@@ -85,33 +83,18 @@ const (
 // go-ycsb finds a binding by name in a registry that its packages fill on
 // import (db/badger, db/boltdb do the same), so registering is the one
 // thing this init does.
-func init() { ycsb.RegisterDBCreator(Name, creator{}) }
-
-type creator struct{}
-
-func (creator) Create(p *properties.Properties) (ycsb.DB, error) {
-	db, err := Open(p)
-	if err != nil {
-		return nil, err // not a nil *DB in a non-nil interface
-	}
-	return db, nil
-}
+func init() { ycsb.RegisterDBCreator(Name, binding.Creator[*DB](Open)) }
 
 // DB is a coopkv store seen as a go-ycsb database. It implements
 // [ycsb.DB] and [ycsb.BatchDB]; its methods are safe for concurrent use.
 type DB struct {
+	binding.Base
 	kv *kv.DB
 	// txn says updates run in kv.Update (coopkv.txn).
 	txn bool
-	// retries counts kv.Update's attempts past the first.
-	retries atomic.Int64
 	// beforeSet, when set (tests only), runs in an update's transaction
 	// between its read and its write, with the attempt (1 = the first).
 	beforeSet func(attempt int, key []byte)
-	// dir is the store's directory; removeDir says Close removes it (a
-	// temporary directory of Open's own).
-	dir       string
-	removeDir bool
 }
 
 var (
@@ -179,22 +162,12 @@ func Open(p *properties.Properties) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{dir: set.Dir, txn: set.Txn}
-	if db.dir == "" {
-		if db.dir, err = os.MkdirTemp("", "coopkv-ycsb-"); err != nil {
-			return nil, fmt.Errorf("coopkvdb: %w", err)
-		}
-		db.removeDir = true
-	} else if p.GetBool(prop.DropData, prop.DropDataDefault) {
-		if err := os.RemoveAll(db.dir); err != nil {
-			return nil, fmt.Errorf("coopkvdb: drop data: %w", err)
-		}
+	db := &DB{txn: set.Txn}
+	if err := db.OpenDir(p, set.Dir, "coopkv-ycsb-"); err != nil {
+		return nil, fmt.Errorf("coopkvdb: %w", err)
 	}
-	if db.kv, err = kv.Open(db.dir, set.KV); err != nil {
-		if db.removeDir {
-			_ = os.RemoveAll(db.dir)
-		}
-		return nil, fmt.Errorf("coopkvdb: open %s: %w", db.dir, err)
+	if db.kv, err = kv.Open(db.Dir(), set.KV); err != nil {
+		return nil, db.RemoveDir(fmt.Errorf("coopkvdb: open %s: %w", db.Dir(), err))
 	}
 	return db, nil
 }
@@ -206,42 +179,13 @@ func (db *DB) KV() *kv.DB { return db.kv }
 // Txn says updates run in kv.Update (coopkv.txn).
 func (db *DB) Txn() bool { return db.txn }
 
-// TxnRetries is how many times, since Open, an update's transaction ran
-// again after a conflict.
-func (db *DB) TxnRetries() int64 { return db.retries.Load() }
-
 // Close closes the store, and removes its directory if Open made it.
-func (db *DB) Close() error {
-	err := db.kv.Close()
-	if db.removeDir {
-		err = errors.Join(err, os.RemoveAll(db.dir))
-	}
-	return err
-}
-
-// InitThread returns ctx: the binding keeps no per-thread state.
-func (db *DB) InitThread(ctx context.Context, _, _ int) context.Context { return ctx }
-
-// CleanupThread does nothing.
-func (db *DB) CleanupThread(context.Context) {}
-
-// rowKey is the store key of a record: table + ":" + key.
-func rowKey(table, key string) []byte {
-	k := make([]byte, 0, len(table)+1+len(key))
-	k = append(k, table...)
-	k = append(k, ':')
-	return append(k, key...)
-}
-
-// tableEnd is the first key past every record of table: ';' follows ':'.
-func tableEnd(table string) []byte {
-	return append([]byte(table), ':'+1)
-}
+func (db *DB) Close() error { return db.RemoveDir(db.kv.Close()) }
 
 // Read returns the fields of the record (all of them when fields is
 // empty); a missing record is an error wrapping [kv.ErrNotFound].
 func (db *DB) Read(ctx context.Context, table, key string, fields []string) (map[string][]byte, error) {
-	k := rowKey(table, key)
+	k := record.Key(table, key)
 	v, err := db.kv.Get(ctx, k)
 	if err != nil {
 		return nil, fmt.Errorf("coopkvdb: read %s: %w", k, err)
@@ -272,7 +216,7 @@ func (db *DB) Scan(ctx context.Context, table, startKey string, count int, field
 	if count <= 0 {
 		return nil, nil
 	}
-	it := db.kv.Scan(ctx, rowKey(table, startKey), tableEnd(table), &kv.ScanOptions{Limit: count})
+	it := db.kv.Scan(ctx, record.Key(table, startKey), record.TableEnd(table), &kv.ScanOptions{Limit: count})
 	defer it.Close()
 	rows := make([]map[string][]byte, 0, count)
 	for it.Next() {
@@ -295,7 +239,7 @@ func (db *DB) Scan(ctx context.Context, table, startKey string, count int, field
 // then a Set with coopkv.txn=false (see the package documentation). A
 // missing record is an error wrapping [kv.ErrNotFound].
 func (db *DB) Update(ctx context.Context, table, key string, values map[string][]byte) error {
-	k := rowKey(table, key)
+	k := record.Key(table, key)
 	if db.txn {
 		return db.mergeTxn(ctx, "update", [][]byte{k}, []map[string][]byte{values})
 	}
@@ -333,7 +277,7 @@ func (db *DB) mergeTxn(ctx context.Context, what string, keys [][]byte, values [
 	)
 	err := kv.Update(ctx, db.kv, func(tx *kv.Txn) error {
 		if attempts++; attempts > 1 {
-			db.retries.Add(1)
+			db.Retried()
 		}
 		for i, k := range keys {
 			v, err := tx.Get(ctx, k)
@@ -378,13 +322,13 @@ func (db *DB) BatchUpdate(ctx context.Context, table string, keys []string, valu
 	if db.txn {
 		ks := make([][]byte, len(keys))
 		for i, key := range keys {
-			ks[i] = rowKey(table, key)
+			ks[i] = record.Key(table, key)
 		}
 		return db.mergeTxn(ctx, "batch update", ks, values)
 	}
 	b := db.kv.NewBatch()
 	for i, key := range keys {
-		k := rowKey(table, key)
+		k := record.Key(table, key)
 		m, err := db.merge(ctx, k, values[i])
 		if err != nil {
 			return err
@@ -398,7 +342,7 @@ func (db *DB) BatchUpdate(ctx context.Context, table string, keys []string, valu
 
 // Insert writes the record, replacing one already under key.
 func (db *DB) Insert(_ context.Context, table, key string, values map[string][]byte) error {
-	return db.set(rowKey(table, key), values)
+	return db.set(record.Key(table, key), values)
 }
 
 // BatchInsert writes the records in one atomic batch.
@@ -408,7 +352,7 @@ func (db *DB) BatchInsert(_ context.Context, table string, keys []string, values
 	}
 	b := db.kv.NewBatch()
 	for i, key := range keys {
-		if err := addSet(b, rowKey(table, key), values[i]); err != nil {
+		if err := addSet(b, record.Key(table, key), values[i]); err != nil {
 			return err
 		}
 	}
@@ -417,7 +361,7 @@ func (db *DB) BatchInsert(_ context.Context, table string, keys []string, values
 
 // Delete removes the record; a missing one is not an error.
 func (db *DB) Delete(_ context.Context, table, key string) error {
-	k := rowKey(table, key)
+	k := record.Key(table, key)
 	if err := db.kv.Delete(k); err != nil {
 		return fmt.Errorf("coopkvdb: delete %s: %w", k, err)
 	}
@@ -428,7 +372,7 @@ func (db *DB) Delete(_ context.Context, table, key string) error {
 func (db *DB) BatchDelete(_ context.Context, table string, keys []string) error {
 	b := db.kv.NewBatch()
 	for _, key := range keys {
-		b.Delete(rowKey(table, key))
+		b.Delete(record.Key(table, key))
 	}
 	return db.apply(b, "batch delete")
 }

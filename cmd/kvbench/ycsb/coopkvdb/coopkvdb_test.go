@@ -2,10 +2,7 @@ package coopkvdb
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/magiconair/properties"
@@ -14,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/internal/bindingtest"
 	"github.com/coopkv/coopkv/kv"
 )
 
@@ -37,79 +35,19 @@ func open(t *testing.T, scheduler string, props ...string) *DB {
 	return db
 }
 
-// rec is a record of n fields whose values name the key and field.
-func rec(key string, n int) map[string][]byte {
-	m := make(map[string][]byte, n)
-	for i := range n {
-		f := fmt.Sprintf("field%d", i)
-		m[f] = []byte(key + "/" + f)
-	}
-	return m
-}
-
-func TestDB_RoundTrip(t *testing.T) {
+// The binding passes the suite on every scheduler, its updates as
+// transactions (coopkv.txn, the default) and as a Get and then a Set.
+func TestDB_Suite(t *testing.T) {
 	for _, tc := range []struct{ scheduler, txn string }{
 		{"mlfq", "true"}, {"fifo", "true"}, {"direct", "true"}, {"mlfq", "false"}, {"direct", "false"},
 	} {
 		t.Run(tc.scheduler+"/txn="+tc.txn, func(t *testing.T) {
-			ctx := context.Background()
-			db := open(t, tc.scheduler, PropTxn, tc.txn)
-			const table = "usertable"
-			keys := []string{"user1", "user2", "user3", "user4", "user5"}
-			for _, k := range keys {
-				require.NoError(t, db.Insert(ctx, table, k, rec(k, 10)))
-			}
-			// A record of another table, just past usertable's keys: no
-			// scan of usertable may reach it.
-			require.NoError(t, db.Insert(ctx, "usertablf", "user0", rec("other", 1)))
-
-			// Read: every field, then a subset.
-			got, err := db.Read(ctx, table, "user3", nil)
-			require.NoError(t, err)
-			assert.Equal(t, rec("user3", 10), got)
-			got, err = db.Read(ctx, table, "user3", []string{"field2", "field7", "nosuchfield"})
-			require.NoError(t, err)
-			assert.Equal(t, map[string][]byte{"field2": []byte("user3/field2"), "field7": []byte("user3/field7")}, got)
-
-			// Update merges: the fields given change, the others stay.
-			require.NoError(t, db.Update(ctx, table, "user3", map[string][]byte{
-				"field2":  []byte("new2"),
-				"field10": []byte("added"),
-			}))
-			want := rec("user3", 10)
-			want["field2"] = []byte("new2")
-			want["field10"] = []byte("added")
-			got, err = db.Read(ctx, table, "user3", nil)
-			require.NoError(t, err)
-			assert.Equal(t, want, got)
-
-			// Update of a missing record fails as a Read does.
-			err = db.Update(ctx, table, "nobody", map[string][]byte{"field0": []byte("x")})
-			require.ErrorIs(t, err, kv.ErrNotFound)
-
-			// Scan: from a start key, at most count records, key order,
-			// the fields asked for.
-			rows, err := db.Scan(ctx, table, "user2", 2, []string{"field1"})
-			require.NoError(t, err)
-			assert.Equal(t, []map[string][]byte{
-				{"field1": []byte("user2/field1")},
-				{"field1": []byte("user3/field1")},
-			}, rows)
-			rows, err = db.Scan(ctx, table, "user4", 100, nil)
-			require.NoError(t, err)
-			assert.Equal(t, []map[string][]byte{rec("user4", 10), rec("user5", 10)}, rows, "a scan stops at the table's end")
-			rows, err = db.Scan(ctx, table, "user0", 0, nil)
-			require.NoError(t, err)
-			assert.Empty(t, rows)
-
-			// Delete: the record is gone, the others are not.
-			require.NoError(t, db.Delete(ctx, table, "user3"))
-			_, err = db.Read(ctx, table, "user3", nil)
-			require.ErrorIs(t, err, kv.ErrNotFound)
-			require.NoError(t, db.Delete(ctx, table, "user3"), "deleting a missing record is not an error")
-			rows, err = db.Scan(ctx, table, "user1", 10, []string{"field0"})
-			require.NoError(t, err)
-			assert.Len(t, rows, 4)
+			bindingtest.Run(t, bindingtest.Binding{
+				Name:     Name,
+				Open:     func(t *testing.T) ycsb.DB { return open(t, tc.scheduler, PropTxn, tc.txn) },
+				NotFound: kv.ErrNotFound,
+				Atomic:   tc.txn == "true",
+			})
 		})
 	}
 }
@@ -124,7 +62,7 @@ func testBatch(t *testing.T, db *DB) {
 	ctx := context.Background()
 	const table = "usertable"
 	keys := []string{"a", "b", "c"}
-	recs := []map[string][]byte{rec("a", 3), rec("b", 3), rec("c", 3)}
+	recs := []map[string][]byte{bindingtest.Record("a", 3), bindingtest.Record("b", 3), bindingtest.Record("c", 3)}
 	require.NoError(t, db.BatchInsert(ctx, table, keys, recs))
 
 	got, err := db.BatchRead(ctx, table, keys, []string{"field0"})
@@ -150,7 +88,7 @@ func testBatch(t *testing.T, db *DB) {
 	require.ErrorIs(t, err, kv.ErrNotFound)
 	rows, err := db.Scan(ctx, table, "", 10, nil)
 	require.NoError(t, err)
-	c := rec("c", 3)
+	c := bindingtest.Record("c", 3)
 	c["field2"] = []byte("C2")
 	assert.Equal(t, []map[string][]byte{c}, rows)
 
@@ -202,96 +140,13 @@ func TestParseSettings_Values(t *testing.T) {
 	assert.True(t, set.Txn, "updates are transactions by default")
 }
 
-// The binding is in go-ycsb's registry, and a store without coopkv.dir
-// lives in a temporary directory that Close removes.
-func TestRegistered_TempDir(t *testing.T) {
-	c := ycsb.GetDBCreator(Name)
-	require.NotNil(t, c)
-	ydb, err := c.Create(properties.NewProperties())
-	require.NoError(t, err)
-	db := ydb.(*DB)
-	assert.True(t, db.KV().Options().NoSync)
-	require.NoError(t, db.Insert(context.Background(), "t", "k", rec("k", 1)))
-	dir := db.dir
-	require.DirExists(t, dir)
-	require.NoError(t, db.Close())
-	_, err = os.Stat(dir)
-	assert.ErrorIs(t, err, os.ErrNotExist)
-}
-
-// Threads insert, read, update and scan at once, as go-ycsb's client
-// does: under -race this checks the binding's pooled codecs.
-func TestDB_Concurrent(t *testing.T) {
-	ctx := context.Background()
-	db := open(t, "mlfq")
-	const table, threads, keys = "usertable", 4, 50
-	var wg sync.WaitGroup
-	for th := range threads {
-		wg.Go(func() {
-			for i := range keys {
-				k := fmt.Sprintf("user%d-%03d", th, i)
-				assert.NoError(t, db.Insert(ctx, table, k, rec(k, 10)))
-				got, err := db.Read(ctx, table, k, []string{"field3"})
-				if assert.NoError(t, err) {
-					assert.Equal(t, map[string][]byte{"field3": []byte(k + "/field3")}, got)
-				}
-				assert.NoError(t, db.Update(ctx, table, k, map[string][]byte{"field0": []byte("u")}))
-				rows, err := db.Scan(ctx, table, fmt.Sprintf("user%d-", th), 10, nil)
-				// The thread's own records come first; other threads'
-				// may follow them.
-				if assert.NoError(t, err) && assert.GreaterOrEqual(t, len(rows), min(i+1, 10)) {
-					for j := range min(i+1, 10) {
-						assert.Equal(t, fmt.Sprintf("user%d-%03d/field1", th, j), string(rows[j]["field1"]))
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	rows, err := db.Scan(ctx, table, "", threads*keys+1, []string{"field0", "field9"})
-	require.NoError(t, err)
-	require.Len(t, rows, threads*keys)
-	for _, r := range rows {
-		assert.Equal(t, []byte("u"), r["field0"])
-		assert.Len(t, r, 2)
-	}
-}
-
-// Threads update one record at once, each its own field: in transactions
-// no thread's field is lost, as a Get then a Set (coopkv.txn=false) loses
-// them when two updates interleave.
-func TestDB_UpdateTxn_NoLostField(t *testing.T) {
-	ctx := context.Background()
-	db := open(t, "mlfq")
-	const table, key, threads, rounds = "usertable", "hot", 8, 40
-	require.NoError(t, db.Insert(ctx, table, key, rec(key, 1)))
-	var wg sync.WaitGroup
-	for th := range threads {
-		wg.Go(func() {
-			f := fmt.Sprintf("thread%d", th)
-			for i := range rounds {
-				assert.NoError(t, db.Update(ctx, table, key, map[string][]byte{f: fmt.Appendf(nil, "%d", i)}))
-			}
-		})
-	}
-	wg.Wait()
-	got, err := db.Read(ctx, table, key, nil)
-	require.NoError(t, err)
-	want := rec(key, 1)
-	for th := range threads {
-		want[fmt.Sprintf("thread%d", th)] = fmt.Appendf(nil, "%d", rounds-1)
-	}
-	assert.Equal(t, want, got)
-	t.Logf("%d retries", db.TxnRetries())
-}
-
 // A write between an update's read and its write makes the update run
 // again, on the record as that write left it, and counts a retry.
 func TestDB_UpdateTxn_RetriesAConflict(t *testing.T) {
 	ctx := context.Background()
 	db := open(t, "mlfq")
 	const table = "usertable"
-	require.NoError(t, db.Insert(ctx, table, "k", rec("k", 2)))
+	require.NoError(t, db.Insert(ctx, table, "k", bindingtest.Record("k", 2)))
 	db.beforeSet = func(attempt int, k []byte) {
 		if attempt == 1 { // a plain write of the key, between the Txn's Get and its Set
 			require.NoError(t, db.set(k, map[string][]byte{"field0": []byte("other")}))
@@ -305,7 +160,7 @@ func TestDB_UpdateTxn_RetriesAConflict(t *testing.T) {
 		"the second attempt reads the other write's record")
 
 	// A conflict at every attempt: kv.Update gives up after 10.
-	db.beforeSet = func(_ int, k []byte) { require.NoError(t, db.set(k, rec("k", 1))) }
+	db.beforeSet = func(_ int, k []byte) { require.NoError(t, db.set(k, bindingtest.Record("k", 1))) }
 	err = db.Update(ctx, table, "k", map[string][]byte{"field1": []byte("lost")})
 	require.ErrorIs(t, err, kv.ErrConflict)
 	assert.ErrorContains(t, err, "coopkvdb: update usertable:k: ")

@@ -1,9 +1,9 @@
-// Package record is the row codec of the runner's own bindings (coopkvdb,
-// badger4db): a YCSB record as one msgpack map of field name to value
-// (msgpack bin), in field-name order — coopkv's row encoding, which its
-// coprocessor reads as it is. Every binding that writes records through
-// it stores the same bytes, so the stores compared differ in their
-// engines, not in their codecs.
+// Package record is the row layout of the runner's own bindings (coopkvdb,
+// badger4db): a YCSB record under the key table + ":" + key ([Key]), as
+// one msgpack map of field name to value (msgpack bin), in field-name
+// order — coopkv's row encoding, which its coprocessor reads as it is.
+// Every binding that writes records through it stores the same bytes, so
+// the stores compared differ in their engines, not in their codecs.
 //
 // Encoders are pooled ([GetEncoder], [Encoder.Release]); [Decode] reads a
 // record in place, its values aliasing the bytes it was given.
@@ -18,6 +18,23 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 )
+
+// Key is the store key of a record: table + ":" + key, as go-ycsb's badger
+// binding lays its records out.
+func Key(table, key string) []byte {
+	k := make([]byte, 0, len(table)+1+len(key))
+	k = append(k, table...)
+	k = append(k, ':')
+	return append(k, key...)
+}
+
+// TablePrefix is the prefix of every key of table's records.
+func TablePrefix(table string) []byte { return Key(table, "") }
+
+// TableEnd is the first key past every record of table: ';' follows ':'.
+func TableEnd(table string) []byte {
+	return append([]byte(table), ':'+1)
+}
 
 // An Encoder encodes records into a buffer it reuses: the bytes of Encode
 // are valid until the next Encode or the Encoder's Release.

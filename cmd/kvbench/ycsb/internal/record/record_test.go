@@ -82,3 +82,11 @@ func TestMerge(t *testing.T) {
 	_, err = e.Merge([]byte{0xc1}, nil)
 	require.Error(t, err)
 }
+
+func TestKey_TableBounds(t *testing.T) {
+	assert.Equal(t, []byte("usertable:user1"), Key("usertable", "user1"))
+	assert.Equal(t, []byte("usertable:"), TablePrefix("usertable"))
+	end := TableEnd("usertable")
+	assert.Less(t, string(Key("usertable", "\xff\xff")), string(end), "every record of the table sorts before its end")
+	assert.Less(t, string(end), string(Key("usertablf", "")), "the next table's records sort after it")
+}
