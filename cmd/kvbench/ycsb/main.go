@@ -1,10 +1,11 @@
 // Command ycsb runs the YCSB core workloads A–F with go-ycsb v1.0.3 against
-// coopkv and its peers, badger and bolt, in one run, and reports each
+// coopkv and its peers, badger (v1.5.4 and v4) and bolt, in one run, and reports each
 // store's throughput and per-operation latency percentiles: as a plain
 // table, as markdown (--markdown) and as JSON (--json).
 //
 // coopkv is driven through the binding in package coopkvdb (each record
-// one msgpack map); badger and bolt through go-ycsb's own bindings. No
+// one msgpack map), badger v4 through package badger4db (the same
+// records); badger v1.5.4 and bolt through go-ycsb's own bindings. No
 // store fsyncs its writes. The command lives in a module of its own so
 // that coopkv's module never depends on go-ycsb, badger or bolt.
 //

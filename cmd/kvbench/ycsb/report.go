@@ -115,6 +115,9 @@ func writePlain(w io.Writer, res *results) error {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 	}
+	if l := retriesLine(res); l != "" {
+		fmt.Fprintf(w, "\n%s\n", l)
+	}
 	return nil
 }
 
@@ -437,6 +440,24 @@ func writeMarkdown(w io.Writer, res *results) error {
 	if len(failed) > 0 {
 		fmt.Fprintf(&b, "\nFailed operations (counted in the throughput, as YCSB does): %s.\n", strings.Join(failed, "; "))
 	}
+	if l := retriesLine(res); l != "" {
+		fmt.Fprintf(&b, "\n%s\n", l)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// retriesLine says how many updates' transactions ran again after a
+// conflict, per store and phase that had any; "" for none.
+func retriesLine(res *results) string {
+	var runs []string
+	for _, ps := range res.Phases {
+		if r := ps.TxnRetries; r != nil && *r > 0 {
+			runs = append(runs, fmt.Sprintf("%s %s: %d", ps.Store, ps.Workload, *r))
+		}
+	}
+	if len(runs) == 0 {
+		return ""
+	}
+	return "Transactions run again after a conflict (an update's, within the same operation): " + strings.Join(runs, "; ") + "."
 }

@@ -105,3 +105,30 @@ func TestWriteMarkdown_Memory(t *testing.T) {
 	require.NoError(t, writeMarkdown(&b, res))
 	assert.Contains(t, b.String(), "| phase | coopkv-mlfq |\n|---|---:|\n| load | 100 |\n| C | – |\n| whole store | 150 |\n")
 }
+
+// The retries line names the phases whose transactions ran again, in both
+// outputs, and is absent when none did.
+func TestRetriesLine(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	res := &results{
+		Tool: "go-ycsb v1.0.3", Workloads: []string{"f"},
+		Stores: []storeInfo{{Name: "coopkv-mlfq"}, {Name: "badger-v4"}, {Name: "bbolt"}},
+		Phases: []phaseStats{
+			{Store: "coopkv-mlfq", Workload: loadPhase, TxnRetries: n(0)},
+			{Store: "coopkv-mlfq", Workload: "f", TxnRetries: n(12)},
+			{Store: "badger-v4", Workload: "f", TxnRetries: n(3)},
+			{Store: "bbolt", Workload: "f"},
+		},
+	}
+	const want = "Transactions run again after a conflict (an update's, within the same operation): coopkv-mlfq f: 12; badger-v4 f: 3.\n"
+	for _, write := range []func(*bytes.Buffer, *results) error{
+		func(b *bytes.Buffer, res *results) error { return writeMarkdown(b, res) },
+		func(b *bytes.Buffer, res *results) error { return writePlain(b, res) },
+	} {
+		var b bytes.Buffer
+		require.NoError(t, write(&b, res))
+		assert.Contains(t, b.String(), want)
+	}
+	res.Phases[1].TxnRetries, res.Phases[2].TxnRetries = n(0), nil
+	assert.Empty(t, retriesLine(res))
+}

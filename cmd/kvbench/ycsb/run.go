@@ -169,7 +169,15 @@ type phaseStats struct {
 	// the phase; nil for the other stores.
 	Caches *cacheStats `json:"caches,omitempty"`
 	Writes *writeStats `json:"writes,omitempty"`
+	// TxnRetries is how many times an update's transaction ran again
+	// after a conflict during the phase, within the same operation (a
+	// binding that retries: coopkv's, badger v4's); nil for the others.
+	TxnRetries *int64 `json:"txn_retries,omitempty"`
 }
+
+// txnStore is a binding whose updates are transactions that it runs
+// again on a conflict (coopkvdb.DB, badger4db.DB).
+type txnStore interface{ TxnRetries() int64 }
 
 // cacheStats are a coopkv store's lookups in its two caches during one
 // phase: where its reads were served says more about a figure than the
@@ -376,6 +384,9 @@ func progress(errOut io.Writer, ps *phaseStats) {
 	if ps.Errors > 0 {
 		fmt.Fprintf(errOut, ", %d ERRORS", ps.Errors)
 	}
+	if r := ps.TxnRetries; r != nil && *r > 0 {
+		fmt.Fprintf(errOut, ", %d transactions run again", *r)
+	}
 	if c := ps.Caches; c != nil {
 		fmt.Fprintf(errOut, "; row cache %.0f%% of %d lookups hit, block cache %.0f%% of %d",
 			100*c.RowCacheHitRate, c.RowCacheHits+c.RowCacheMisses, 100*c.BlockCacheHitRate, c.BlockCacheHits+c.BlockCacheMisses)
@@ -441,6 +452,12 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 	if isKV {
 		before = kdb.KV().Stats()
 	}
+	tdb, isTxn := db.(txnStore)
+	var retries *int64
+	if isTxn {
+		n := tdb.TxnRetries()
+		retries = &n
+	}
 	mem := startMemSampler(sampleEvery)
 	start := time.Now()
 	cpu0 := processCPU()
@@ -456,6 +473,9 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 		after := kdb.KV().Stats()
 		caches = cacheDelta(before, after)
 		writes = writeDelta(before, after)
+	}
+	if isTxn {
+		*retries = tdb.TxnRetries() - *retries
 	}
 	if err := context.Cause(ctx); err != nil {
 		return phaseStats{}, fmt.Errorf("workload %s: %w", name, err)
@@ -477,6 +497,7 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 		Memory:     memory,
 		Caches:     caches,
 		Writes:     writes,
+		TxnRetries: retries,
 	}, nil
 }
 
@@ -603,10 +624,13 @@ func cutProp(s string) (name, value string, ok bool) {
 }
 
 // goYCSBVersion is the version of go-ycsb built in.
-func goYCSBVersion() string {
+func goYCSBVersion() string { return depVersion("github.com/pingcap/go-ycsb") }
+
+// depVersion is the version of the module path built in.
+func depVersion(path string) string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, m := range bi.Deps {
-			if m.Path == "github.com/pingcap/go-ycsb" {
+			if m.Path == path {
 				return m.Version
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/magiconair/properties"
 	"github.com/pingcap/go-ycsb/pkg/ycsb"
 
+	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/badger4db"
 	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/coopkvdb"
 
 	// go-ycsb's bindings register themselves under "badger" and "boltdb".
@@ -54,6 +55,17 @@ var knownStores = map[string]store{
 			}
 		},
 		about: "github.com/dgraph-io/badger v1.5.4 through go-ycsb's db/badger; SyncWrites off, the binding's other defaults",
+	},
+	"badger-v4": {
+		driver: badger4db.Name,
+		props: func(dir string) map[string]string {
+			return map[string]string{
+				badger4db.PropDir: filepath.Join(dir, "badger4"),
+				// badger's default too, said here so the report shows it.
+				badger4db.PropSyncWrites: "false",
+			}
+		},
+		about: "github.com/dgraph-io/badger/v4 " + depVersion("github.com/dgraph-io/badger/v4") + " through package badger4db; badger's defaults, SyncWrites off, coopkv's record codec, updates in one transaction retried on conflict",
 	},
 	"bbolt": {
 		driver: "boltdb",

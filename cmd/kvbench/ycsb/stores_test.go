@@ -6,10 +6,12 @@ import (
 	"unsafe"
 
 	"github.com/dgraph-io/badger"
+	badger4 "github.com/dgraph-io/badger/v4"
 	"github.com/pingcap/go-ycsb/pkg/ycsb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/badger4db"
 	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/coopkvdb"
 )
 
@@ -50,6 +52,11 @@ func TestStores_NoSync(t *testing.T) {
 		opt := field(t, bdb, "opt").Interface().(badger.Options)
 		assert.False(t, opt.SyncWrites)
 	})
+	t.Run("badger-v4", func(t *testing.T) {
+		opts := openTest(t, "badger-v4").(*badger4db.DB).Badger().Opts()
+		assert.False(t, opts.SyncWrites)
+		assert.Equal(t, badger4.DefaultOptions("").MemTableSize, opts.MemTableSize, "badger's defaults")
+	})
 	for _, name := range []string{"coopkv-mlfq", "coopkv-fifo", "coopkv-direct"} {
 		t.Run(name, func(t *testing.T) {
 			db := openTest(t, name).(*coopkvdb.DB)
@@ -75,4 +82,43 @@ func TestStoreProps_ExtraWins(t *testing.T) {
 		"coopkv.txn":       "true",
 		"coopkv.rowcache":  "-1",
 	}, m)
+}
+
+// coopkv and badger v4 round-trip a record through go-ycsb's interface,
+// and store it as the same bytes: one codec, so the comparison is of the
+// engines.
+func TestStores_RoundTripOneCodec(t *testing.T) {
+	ctx := t.Context()
+	values := map[string][]byte{"field0": []byte("zero"), "field1": []byte("one"), "field2": []byte("two")}
+	stored := map[string][]byte{}
+	for _, name := range []string{"coopkv-mlfq", "badger-v4"} {
+		t.Run(name, func(t *testing.T) {
+			db := openTest(t, name)
+			require.NoError(t, db.Insert(ctx, "usertable", "user1", values))
+			require.NoError(t, db.Update(ctx, "usertable", "user1", map[string][]byte{"field1": []byte("uno")}))
+			got, err := db.Read(ctx, "usertable", "user1", nil)
+			require.NoError(t, err)
+			assert.Equal(t, map[string][]byte{"field0": []byte("zero"), "field1": []byte("uno"), "field2": []byte("two")}, got)
+			rows, err := db.Scan(ctx, "usertable", "user0", 10, []string{"field2"})
+			require.NoError(t, err)
+			assert.Equal(t, []map[string][]byte{{"field2": []byte("two")}}, rows)
+
+			k := []byte("usertable:user1")
+			switch db := db.(type) {
+			case *coopkvdb.DB:
+				stored[name], err = db.KV().Get(ctx, k)
+			case *badger4db.DB:
+				err = db.Badger().View(func(txn *badger4.Txn) error {
+					item, err := txn.Get(k)
+					if err == nil {
+						stored[name], err = item.ValueCopy(nil)
+					}
+					return err
+				})
+			}
+			require.NoError(t, err)
+		})
+	}
+	require.Len(t, stored, 2)
+	assert.Equal(t, stored["coopkv-mlfq"], stored["badger-v4"], "both stores hold the same record bytes")
 }
