@@ -52,6 +52,10 @@ func storeErr(err error) error {
 		return err
 	case errors.As(err, &gc):
 		return fmt.Errorf("%w (%v)", ErrSnapshotTooOld, err)
+	case retryable(err):
+		// A transaction's commit met a newer write (or a lock that one
+		// left) of a key it read or wrote; client-go rolled it back.
+		return fmt.Errorf("%w (%w)", kv.ErrConflict, err)
 	case errors.Is(err, readpool.ErrBusy):
 		return kv.ErrBusy
 	case errors.Is(err, readpool.ErrClosed):

@@ -32,6 +32,9 @@ const (
 	// DefaultCoprocessorConcurrency is how many regions of a coprocessor
 	// range are read at once.
 	DefaultCoprocessorConcurrency = 4
+	// DefaultMaxTxnBytes bounds one transaction's buffered writes, as
+	// the embedded store's default does.
+	DefaultMaxTxnBytes = 64 << 20
 )
 
 // Options configures a Store. Nil options and zero fields mean the
@@ -54,7 +57,7 @@ type Options struct {
 	// GCLifetime is how long versions superseded by a write stay readable
 	// (for snapshots); 0 = DefaultGCLifetime; negative = the store runs no
 	// GC (another client, e.g. TiDB, owns it). The safe point never passes
-	// the oldest snapshot or scan open in this store.
+	// the oldest snapshot, scan or Txn open in this store.
 	GCLifetime time.Duration
 	// GCInterval is how often the safe point is advanced; 0 =
 	// DefaultGCInterval.
@@ -66,6 +69,12 @@ type Options struct {
 	// WriteRetries is how many times Write tries its transaction when it
 	// meets a write conflict; 0 = DefaultWriteRetries.
 	WriteRetries int
+	// MaxTxnBytes bounds one Txn's buffered writes, keys and values, in
+	// bytes (as kv.Options.MaxTxnBytes does); 0 = DefaultMaxTxnBytes. Past
+	// it Txn.Set and Txn.Delete fail with kv.ErrTxnTooLarge: the writes
+	// live in client-go's memory buffer until Commit, and TiKV holds a
+	// transaction's locks in memory until it commits.
+	MaxTxnBytes int64
 	// Workers is the number of workers of the client's read pool, where
 	// coprocessor requests run; 0 = runtime.GOMAXPROCS(0).
 	Workers int
@@ -107,6 +116,9 @@ func (o *Options) ensureDefaults() {
 	if o.CoprocessorConcurrency == 0 {
 		o.CoprocessorConcurrency = DefaultCoprocessorConcurrency
 	}
+	if o.MaxTxnBytes == 0 {
+		o.MaxTxnBytes = DefaultMaxTxnBytes
+	}
 }
 
 // validate reports every problem at once, each naming its field.
@@ -133,6 +145,7 @@ func (o *Options) validate() error {
 		{"MaxTasks", o.MaxTasks, o.MaxTasks < 0},
 		{"TimeSlice", o.TimeSlice, o.TimeSlice < 0},
 		{"CoprocessorConcurrency", o.CoprocessorConcurrency, o.CoprocessorConcurrency < 0},
+		{"MaxTxnBytes", o.MaxTxnBytes, o.MaxTxnBytes < 0},
 	} {
 		if f.neg {
 			bad("%s %v is negative", f.name, f.value)

@@ -6,19 +6,23 @@ import (
 	"fmt"
 
 	tikverr "github.com/tikv/client-go/v2/error"
+	ckv "github.com/tikv/client-go/v2/kv"
+	"github.com/tikv/client-go/v2/txnkv/transaction"
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
 
 	"github.com/coopkv/coopkv/kv"
 )
 
 // reader serves the reads of the store (ts 0: each read at a fresh
-// timestamp) and of a snapshot (ts: the snapshot's).
+// timestamp), of a snapshot (ts: the snapshot's) and of a transaction (ts:
+// its start; txn: its point reads see its own writes first).
 type reader struct {
 	s  *Store
 	ts uint64
-	// open reports whether the view is still open (a snapshot's; nil for
-	// the store's own view).
+	// open reports whether the view is still open (a snapshot's or a
+	// transaction's; nil for the store's own view).
 	open func() bool
+	txn  *transaction.KVTxn
 }
 
 // begin admits a read and returns its timestamp; the caller must call
@@ -59,6 +63,29 @@ func (r reader) snapshot(ctx context.Context, ts uint64) (*txnsnapshot.KVSnapsho
 	return snap, nil
 }
 
+// pointGetter is what Get and MultiGet read through: a snapshot, or a
+// transaction (its membuffer, then its snapshot).
+type pointGetter interface {
+	ckv.Getter
+	ckv.BatchGetter
+}
+
+// getter returns what a point read at ts reads through, carrying ctx's
+// request settings: a snapshot of its own, or r's transaction, whose one
+// snapshot takes the settings of each read in turn (a transaction is for
+// one goroutine, and its scans read through snapshots of their own).
+func (r reader) getter(ctx context.Context, ts uint64) (pointGetter, error) {
+	if r.txn == nil {
+		return r.snapshot(ctx, ts)
+	}
+	req, err := requestOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req.snapshot(r.txn.GetSnapshot())
+	return r.txn, nil
+}
+
 // Get reads one key. The caller owns the result.
 func (r reader) Get(ctx context.Context, key []byte) ([]byte, error) {
 	ts, err := r.begin(ctx)
@@ -69,11 +96,11 @@ func (r reader) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if len(key) == 0 {
 		return nil, kv.ErrEmptyKey
 	}
-	snap, err := r.snapshot(ctx, ts)
+	g, err := r.getter(ctx, ts)
 	if err != nil {
 		return nil, err
 	}
-	e, err := snap.Get(ctx, r.s.ks.key(key))
+	e, err := g.Get(ctx, r.s.ks.key(key))
 	if tikverr.IsErrNotFound(err) {
 		return nil, kv.ErrNotFound
 	}
@@ -111,11 +138,11 @@ func (r reader) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if len(keys) == 0 {
 		return vals, nil
 	}
-	snap, err := r.snapshot(ctx, ts)
+	g, err := r.getter(ctx, ts)
 	if err != nil {
 		return nil, err
 	}
-	got, err := snap.BatchGet(ctx, tkeys)
+	got, err := g.BatchGet(ctx, tkeys)
 	if err != nil {
 		return nil, fmt.Errorf("tikv: multiget of %d keys: %w", len(keys), storeErr(err))
 	}

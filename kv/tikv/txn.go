@@ -1,0 +1,366 @@
+package tikv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	ckv "github.com/tikv/client-go/v2/kv"
+	"github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/txnkv/transaction"
+
+	"github.com/coopkv/coopkv/kv"
+)
+
+// NewTxn begins an optimistic, serializable transaction (see kv.Txn) on
+// one of client-go's optimistic transactions, started at a fresh
+// timestamp: its reads see every write that completed before NewTxn, and
+// none after.
+//
+// Each key the Txn reads — by Get, by MultiGet, or returned by a Scan —
+// takes part in its commit's conflict check, as TiDB's SELECT … FOR
+// UPDATE does in an optimistic transaction: Commit locks it (client-go's
+// LockKeys; in an optimistic transaction that only marks the key in the
+// memory buffer), so that it is prewritten as a lock, and TiKV refuses the
+// prewrite when anyone committed the key after the Txn began. Write skew
+// is therefore impossible. Unlike the embedded store, a key inserted after
+// the Txn began into a range it scanned (a phantom) is not a conflict:
+// only the keys a Scan returned are checked, not the range.
+//
+// The Txn's start timestamp is held against the store's GC until it ends.
+// It fails with kv.ErrClosed after Close and with ctx's error when ctx is
+// done.
+func (s *Store) NewTxn(ctx context.Context) (*kv.Txn, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	// The timestamp first, bounded by ctx: client-go's Begin takes none.
+	ts, err := s.now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tikv: new transaction: %w", storeErr(err))
+	}
+	kt, err := s.kvs.Begin(tikv.WithStartTS(ts))
+	if err != nil {
+		return nil, fmt.Errorf("tikv: new transaction: %w", storeErr(err))
+	}
+	t := &txn{s: s, kt: kt, release: s.held.add(ts)}
+	t.r = reader{s: s, ts: ts, open: func() bool { return !t.ended.Load() }, txn: kt}
+	return kv.NewTxnFrom(t), nil
+}
+
+// txn is a kv.TxnBackend on a client-go optimistic transaction. Its writes
+// live in the transaction's memory buffer (prefixed keys, encoded values);
+// its point reads go through the transaction, which answers from that
+// buffer first; its scans read a snapshot at the start timestamp and merge
+// the buffered writes of their range.
+type txn struct {
+	s       *Store
+	kt      *transaction.KVTxn
+	r       reader
+	release func() // lets the start timestamp go, for GC
+	ended   atomic.Bool
+	bytes   int64 // the user's keys and values buffered, for MaxTxnBytes
+
+	// mu guards read: a scan's rows may be read on another goroutine than
+	// the Txn's other calls, one at a time.
+	mu   sync.Mutex
+	read map[string]struct{} // the user's keys read, locked at Commit
+}
+
+var _ kv.TxnBackend = (*txn)(nil)
+
+// markRead adds key to the keys that Commit locks.
+func (t *txn) markRead(key []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.read == nil {
+		t.read = map[string]struct{}{}
+	}
+	t.read[string(key)] = struct{}{}
+}
+
+// Get implements kv.TxnBackend: the Txn's own write, else the snapshot's
+// value. A key found missing counts as read too: inserting it is a
+// conflict.
+func (t *txn) Get(ctx context.Context, key []byte) ([]byte, error) {
+	v, err := t.r.Get(ctx, key)
+	if err == nil || errors.Is(err, kv.ErrNotFound) {
+		t.markRead(key)
+	}
+	return v, err
+}
+
+// MultiGet implements kv.TxnBackend with one BatchGet for the keys the
+// Txn did not write.
+func (t *txn) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	vals, err := t.r.MultiGet(ctx, keys)
+	if err == nil {
+		for _, k := range keys {
+			t.markRead(k)
+		}
+	}
+	return vals, err
+}
+
+// Scan implements kv.TxnBackend. The Txn's writes in the range are taken
+// from its buffer now: a write made while the scan runs is not seen by
+// it (client-go's own union iterator would be invalidated by it).
+func (t *txn) Scan(ctx context.Context, start, end []byte, opts *kv.ScanOptions) *kv.Iterator {
+	var so kv.ScanOptions
+	if opts != nil {
+		so = *opts
+	}
+	if so.Limit < 0 || (start != nil && end != nil && bytes.Compare(start, end) > 0) {
+		return t.r.Scan(ctx, start, end, opts) // which words the error
+	}
+	start, end = bytes.Clone(start), bytes.Clone(end) // the rows read them later
+	own, err := t.ownIn(start, end, so.Reverse)
+	if err != nil {
+		return kv.NewIterator(&txnRows{err: scanErr(start, end, err)}, opts)
+	}
+	under := so
+	if under.Limit > 0 {
+		under.Limit += len(own) // enough rows however many of them own replaces
+	}
+	u := t.r.Scan(ctx, start, end, &under)
+	return kv.NewIterator(&txnRows{t: t, under: u, own: own, limit: so.Limit, reverse: so.Reverse}, opts)
+}
+
+// ownWrite is a buffered write, for a scan.
+type ownWrite struct {
+	key, val []byte // the user's key and value
+	del      bool
+}
+
+// ownIn copies the buffered writes in [start, end), in the scan's order.
+func (t *txn) ownIn(start, end []byte, reverse bool) (own []ownWrite, err error) {
+	lo, hi := t.s.ks.bounds(start, end)
+	buf := t.kt.GetMemBuffer()
+	var it tikv.Iterator
+	if reverse {
+		it, err = buf.IterReverse(hi, lo)
+	} else {
+		it, err = buf.Iter(lo, hi)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	for ; err == nil && it.Valid(); err = it.Next() {
+		w, werr := t.ownWrite(it.Key(), it.Value())
+		if werr != nil {
+			return nil, werr
+		}
+		own = append(own, w)
+	}
+	return own, err
+}
+
+// ownWrite is a copy of the buffered write of k (a store key) as v.
+func (t *txn) ownWrite(k, v []byte) (ownWrite, error) {
+	k, err := t.s.ks.userKey(k)
+	if err != nil {
+		return ownWrite{}, err
+	}
+	w := ownWrite{key: bytes.Clone(k), del: len(v) == 0} // a deletion is an empty value
+	if !w.del {
+		if v, err = decodeValue(k, v); err != nil {
+			return ownWrite{}, err
+		}
+		w.val = bytes.Clone(v)
+	}
+	return w, nil
+}
+
+// Set implements kv.TxnBackend.
+func (t *txn) Set(key, value []byte) error {
+	return t.buffer(key, len(value), func(k []byte) error { return t.kt.Set(k, encodeValue(value)) })
+}
+
+// Delete implements kv.TxnBackend.
+func (t *txn) Delete(key []byte) error {
+	return t.buffer(key, 0, t.kt.Delete)
+}
+
+// buffer writes key (a value of vlen bytes) into the transaction's buffer
+// through write, within MaxTxnBytes: an overwrite counts its new size
+// only, as embedded.
+func (t *txn) buffer(key []byte, vlen int, write func(k []byte) error) error {
+	k := t.s.ks.key(key)
+	size := t.bytes + int64(len(key)+vlen)
+	if old, err := t.kt.GetMemBuffer().Get(context.Background(), k); err == nil {
+		size -= int64(len(key) + max(len(old.Value)-1, 0)) // less the format byte; a deletion is empty
+	}
+	if size > t.s.opts.MaxTxnBytes {
+		return fmt.Errorf("tikv: %w: %d bytes of writes, MaxTxnBytes is %d", kv.ErrTxnTooLarge, size, t.s.opts.MaxTxnBytes)
+	}
+	if err := write(k); err != nil {
+		return fmt.Errorf("tikv: transaction write of %q: %w", key, err)
+	}
+	t.bytes = size
+	return nil
+}
+
+// Commit implements kv.TxnBackend: it locks the keys read, then commits
+// the client-go transaction (two-phase commit). A conflict in the prewrite
+// is kv.ErrConflict, and client-go has rolled back what it prewrote by the
+// time Commit returns.
+func (t *txn) Commit(ctx context.Context) error {
+	defer t.end()
+	s := t.s
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("tikv: commit: %w", err)
+	}
+	if t.kt.Len() == 0 {
+		return nil // read-only: it read one snapshot, serializable as it is
+	}
+	rq, err := requestOf(ctx)
+	if err != nil {
+		return fmt.Errorf("tikv: commit: %w", err)
+	}
+	rq.txn(t.kt)
+	if err := t.kt.LockKeysWithWaitTime(ctx, ckv.LockNoWait, t.readKeys()...); err != nil {
+		return fmt.Errorf("tikv: commit: locking the keys read: %w", storeErr(err))
+	}
+	if err := s.commitTxn(ctx, t.kt, rq); err != nil {
+		return fmt.Errorf("tikv: commit: %w", storeErr(err))
+	}
+	return nil
+}
+
+// readKeys returns the store's keys of the keys read.
+func (t *txn) readKeys() [][]byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	keys := make([][]byte, 0, len(t.read))
+	for k := range t.read {
+		keys = append(keys, t.s.ks.key([]byte(k)))
+	}
+	return keys
+}
+
+// Rollback implements kv.TxnBackend.
+func (t *txn) Rollback() { t.end() }
+
+// end drops the transaction — an optimistic one holds nothing on TiKV
+// before its commit — and lets its timestamp go; once.
+func (t *txn) end() {
+	if t.ended.Swap(true) {
+		return
+	}
+	if t.kt.Valid() {
+		_ = t.kt.Rollback()
+	}
+	t.release()
+}
+
+// commitTxn commits kt with rq's request settings and returns once
+// client-go's background work for it is done: the commit of its secondary
+// keys after a success, the rollback of what it prewrote after a failure.
+// Until then those keys hold locks that their next reader or writer must
+// wait for or resolve — the retry of a conflicting Txn first of all. (The
+// store's goroutine pool, client-go's default, always starts that work.)
+func (s *Store) commitTxn(ctx context.Context, kt *transaction.KVTxn, rq request) error {
+	var bg sync.WaitGroup
+	kt.SetBackgroundGoroutineLifecycleHooks(transaction.LifecycleHooks{Pre: func() { bg.Add(1) }, Post: bg.Done})
+	defer s.client.track(kt.StartTS(), rq)()
+	err := kt.Commit(ctx)
+	bg.Wait()
+	return err
+}
+
+// txnRows merges a scan of the Txn's snapshot with its buffered writes in
+// the range: its own write of a key wins, its own deletion hides the key.
+// Every key the snapshot's scan returns to the caller is marked read.
+type txnRows struct {
+	t       *txn
+	under   *kv.Iterator
+	own     []ownWrite
+	limit   int
+	reverse bool
+
+	mu     sync.Mutex // Close may come from another goroutine
+	uValid bool       // under holds a row not yet merged
+	uDone  bool
+	oi     int // the next of own
+	n      int // rows returned
+	err    error
+}
+
+// Next implements kv.Rows.
+func (r *txnRows) Next() (key, value []byte, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	for {
+		if r.limit > 0 && r.n == r.limit {
+			r.stop()
+			return nil, nil, io.EOF
+		}
+		if !r.uValid && !r.uDone {
+			if r.under.Next() {
+				r.uValid = true
+			} else if err := r.under.Err(); err != nil {
+				return nil, nil, err
+			} else {
+				r.uDone = true
+			}
+		}
+		haveOwn := r.oi < len(r.own)
+		if !r.uValid && !haveOwn {
+			return nil, nil, io.EOF
+		}
+		c := 1 // > 0: own comes first
+		if r.uValid && haveOwn {
+			c = bytes.Compare(r.under.Key(), r.own[r.oi].key)
+			if r.reverse {
+				c = -c
+			}
+		} else if r.uValid {
+			c = -1
+		}
+		if c < 0 {
+			r.uValid = false
+			r.n++
+			r.t.markRead(r.under.Key())
+			return r.under.Key(), r.under.Value(), nil
+		}
+		if c == 0 {
+			r.uValid = false // the own write replaces it, and is checked as a write
+		}
+		o := r.own[r.oi]
+		r.oi++
+		if o.del {
+			continue
+		}
+		r.n++
+		return o.key, o.val, nil
+	}
+}
+
+// stop ends the scan: Next returns io.EOF from now on.
+func (r *txnRows) stop() {
+	r.uValid, r.uDone, r.oi = false, true, len(r.own)
+	if r.under != nil {
+		_ = r.under.Close()
+	}
+}
+
+// Close implements kv.Rows.
+func (r *txnRows) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stop()
+	return nil
+}
