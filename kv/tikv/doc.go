@@ -17,6 +17,20 @@
 // first row to its last, across regions, forward or reverse. NewSnapshot
 // pins a timestamp. Write runs one optimistic transaction.
 //
+// # Transactions
+//
+// NewTxn (and kv.Update over it) runs a kv.Txn on one of client-go's
+// optimistic transactions: it reads at its start timestamp, sees its own
+// writes (in client-go's memory buffer, up to Options.MaxTxnBytes), and
+// commits them with TiKV's two-phase commit. Every key it read — by Get,
+// MultiGet, or returned by a Scan — takes part in the commit's conflict
+// check, as TiDB does for SELECT … FOR UPDATE in an optimistic
+// transaction: Commit locks those keys, TiKV prewrites them as locks, and
+// a commit of any of them after the Txn began fails the prewrite. Commit
+// then returns kv.ErrConflict and writes nothing. Write skew is therefore
+// impossible, as embedded. Each read and the commit carry their own
+// context's resource group, priority and deadline.
+//
 // # What maps one to one
 //
 //   - kv.WithResourceGroup and kv.WithPriority travel on every
@@ -66,11 +80,19 @@
 //     writes nothing. Unlike a Pebble range tombstone, a key that another
 //     client commits inside the range after the transaction started is not
 //     deleted.
+//   - Phantoms: a key inserted after a Txn began into a range it scanned
+//     is not a conflict on TiKV, which checks the keys a scan returned,
+//     not the range; the embedded store checks the range.
+//   - A key read is a write to TiKV's conflict check: the lock a Txn
+//     commits for it is recorded as a write, so two Txns that read one key
+//     and write others conflict (the second to commit fails; kv.Update
+//     retries it), where the embedded store commits both.
 //   - GC: without TiDB nothing collects old MVCC versions, so the store
 //     advances the GC safe point itself (Options.GCLifetime, default 10
 //     minutes), never past its oldest open snapshot or scan, nor past any
 //     service safe point at PD (it registers its own). A read at a
 //     timestamp older than the safe point fails with ErrSnapshotTooOld.
+//     An open Txn holds its start timestamp as a snapshot does.
 //   - A group's RU/s is a share on TiKV, not a cap: TiKV's read pool orders
 //     requests by their group's priority and share, and the hard limit of
 //     a group that is not burstable is enforced, in TiDB, by PD's
