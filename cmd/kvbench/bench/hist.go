@@ -16,10 +16,11 @@ const (
 	classCop
 	classMultiGet // one MultiGet of --multiget-keys keys
 	classGets     // as many Gets of the same keys, one after another
+	classTransfer // one transfer between two accounts in a transaction (txn)
 	numClasses
 )
 
-var classNames = [numClasses]string{"get", "scan", "update", "cop", "multiget", "gets"}
+var classNames = [numClasses]string{"get", "scan", "update", "cop", "multiget", "gets", "transfer"}
 
 func (c class) String() string { return classNames[c] }
 
@@ -57,6 +58,17 @@ type classStats struct {
 	// countRows), those of an operation the phase's end cut off included,
 	// so that a scan longer than the phase still shows its progress.
 	rows int64
+
+	// The transactions' figures (see transferClient), zero for other
+	// classes. txn marks a class of transactions, whose results report
+	// the next two, zero or not: retries counts the attempts run again
+	// after a conflict, failures the transactions that ended in one
+	// (kv.Update gave up). Each is a kv.ErrConflict that an attempt met.
+	// Neither is an operation, nor an error: hist and errors count the
+	// transactions that committed and those that failed otherwise.
+	txn      bool
+	retries  int64
+	failures int64
 }
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigits) }
@@ -121,6 +133,17 @@ func (r *recorder) addRows(c class, n int64) {
 	}
 }
 
+// transact makes class c transactions (see classStats.txn) before it
+// records any, so that a class that met no conflict reports zero.
+func (r *recorder) transact(c class) { r.stats(c).txn = true }
+
+// retry counts an attempt of a transaction of class c run again after
+// a conflict.
+func (r *recorder) retry(c class) { r.stats(c).retries++ }
+
+// giveUp counts a transaction of class c that ended in a conflict.
+func (r *recorder) giveUp(c class) { r.stats(c).failures++ }
+
 // recordOverdue counts a paced Get of class c that was due e2e before the
 // phase ended and was not served by then (see classStats.overdue).
 func (r *recorder) recordOverdue(c class, e2e time.Duration) {
@@ -149,6 +172,9 @@ func mergeRecorders(recs []*recorder) *recorder {
 			m.errors += cs.errors
 			m.overdue += cs.overdue
 			m.rows += cs.rows
+			m.txn = m.txn || cs.txn
+			m.retries += cs.retries
+			m.failures += cs.failures
 			if m.firstErr == nil {
 				m.firstErr = cs.firstErr
 			}
@@ -203,6 +229,14 @@ type summary struct {
 	// rowsPerSec that per second of the phase.
 	rows       int64
 	rowsPerSec float64
+
+	// For transactions (txn set): retries and failures as counted
+	// (classStats), conflicts their sum, conflictsPerSec those per
+	// second of the phase.
+	txn               bool
+	retries, failures int64
+	conflicts         int64
+	conflictsPerSec   float64
 }
 
 // summarize returns c's figures for a phase that lasted elapsed; a class
@@ -214,10 +248,11 @@ func (r *recorder) summarize(c class, elapsed time.Duration) summary {
 	}
 	h := cs.hist
 	s := summary{ops: h.TotalCount() - cs.overdue, errors: cs.errors, firstErr: cs.firstErr, percentiles: percentilesOf(h), overdue: cs.overdue,
-		rows: cs.rows}
+		rows: cs.rows, txn: cs.txn, retries: cs.retries, failures: cs.failures, conflicts: cs.retries + cs.failures}
 	if elapsed > 0 {
 		s.opsPerSec = float64(s.ops) / elapsed.Seconds()
 		s.rowsPerSec = float64(s.rows) / elapsed.Seconds()
+		s.conflictsPerSec = float64(s.conflicts) / elapsed.Seconds()
 	}
 	if cs.service != nil {
 		s.arrival, s.offered, s.service = cs.arrival, cs.offered, percentilesOf(cs.service)

@@ -80,7 +80,7 @@ func TestClass_Names(t *testing.T) {
 	for c := range numClasses {
 		names = append(names, c.String())
 	}
-	assert.Equal(t, []string{"get", "scan", "update", "cop", "multiget", "gets"}, names)
+	assert.Equal(t, []string{"get", "scan", "update", "cop", "multiget", "gets", "transfer"}, names)
 }
 
 func TestRecorder_Paced(t *testing.T) {
@@ -130,4 +130,35 @@ func TestRecorder_Rows(t *testing.T) {
 	assert.Equal(t, int64(400), s.rows)
 	assert.InDelta(t, 200.0, s.rowsPerSec, 1e-9)
 	assert.Nil(t, m.classes[classGet], "no rows, no class")
+}
+
+// TestRecorder_Txns: retries and failures add up across clients, a
+// client that met no conflict (or did nothing) included, and give the
+// conflicts; failures are neither operations nor errors.
+func TestRecorder_Txns(t *testing.T) {
+	a, b, idle := &recorder{}, &recorder{}, &recorder{}
+	for _, r := range []*recorder{a, b, idle} {
+		r.transact(classTransfer)
+	}
+	a.record(classTransfer, time.Millisecond, nil)
+	a.retry(classTransfer)
+	a.retry(classTransfer)
+	for range 9 {
+		b.retry(classTransfer)
+	}
+	b.giveUp(classTransfer)
+	b.record(classTransfer, time.Millisecond, errors.New("kv: busy"))
+	s := mergeRecorders([]*recorder{a, b, idle}).summarize(classTransfer, 2*time.Second)
+	assert.True(t, s.txn)
+	assert.Equal(t, [5]int64{1, 1, 11, 1, 12}, [5]int64{s.ops, s.errors, s.retries, s.failures, s.conflicts},
+		"ops, errors, retries, failures, conflicts")
+	assert.InDelta(t, 6.0, s.conflictsPerSec, 1e-9)
+
+	s = idle.summarize(classTransfer, time.Second)
+	assert.True(t, s.txn, "transactions that met no conflict are still transactions")
+	assert.Zero(t, s.conflicts)
+
+	r := &recorder{}
+	r.record(classGet, time.Millisecond, nil)
+	assert.False(t, r.summarize(classGet, time.Second).txn, "a class of no transactions")
 }

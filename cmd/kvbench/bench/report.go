@@ -63,6 +63,10 @@ type Result struct {
 	// Pacing is set for the Gets of paced clients (noisy's, cop's,
 	// groups' oltp): its fields then join the others in the JSON.
 	*Pacing
+	// Txns is set for transactions (txn's transfers), whose Ops are the
+	// transactions committed and OpsPerSec the commits per second: its
+	// fields then join the others in the JSON.
+	*Txns
 
 	firstErr error // shown under the table; not part of the JSON
 }
@@ -90,6 +94,23 @@ type Pacing struct {
 	ServiceMaxUs  float64 `json:"service_max_us"`
 }
 
+// Txns is a class of transactions' further figures: the conflicts they
+// met. It is exported only so that encoding/json fills it when it reads
+// a report back.
+type Txns struct {
+	// Conflicts is every kv.ErrConflict an attempt met, Retries +
+	// Failures; ConflictsPerSec those per second of the phase.
+	Conflicts       int64   `json:"conflicts"`
+	ConflictsPerSec float64 `json:"conflicts_per_sec"`
+	// Retries are the attempts run again after a conflict (kv.Update's
+	// second and later), those of a transaction the phase's end cut off
+	// included.
+	Retries int64 `json:"retries"`
+	// Failures are the transactions that ended in a conflict — kv.Update
+	// gave up after its attempts — counted neither in Ops nor in Errors.
+	Failures int64 `json:"failures"`
+}
+
 func newResult(workload, scheduler string, c class, group string, s summary) Result {
 	return Result{
 		Workload:   workload,
@@ -107,7 +128,17 @@ func newResult(workload, scheduler string, c class, group string, s summary) Res
 		RowsPerSec: s.rowsPerSec,
 		firstErr:   s.firstErr,
 		Pacing:     newPacing(s),
+		Txns:       newTxns(s),
 	}
+}
+
+// newTxns returns a class of transactions' further figures; nil for
+// another.
+func newTxns(s summary) *Txns {
+	if !s.txn {
+		return nil
+	}
+	return &Txns{Conflicts: s.conflicts, ConflictsPerSec: s.conflictsPerSec, Retries: s.retries, Failures: s.failures}
 }
 
 // newPacing returns a paced class's further figures; nil for another.
@@ -142,17 +173,21 @@ const interruptedMark = "(interrupted)"
 // had errors. A paced Get class has two rows: "get e2e", its latencies
 // from when each Get was due, with its offered rate and the share of it
 // achieved, then "get service", its service times. Scans that read rows
-// have them per second in rows/s.
+// have them per second in rows/s. Transactions have their commits in
+// ops/s, and the conflicts they met in conflicts/s, retries and failures.
 func writeTable(w io.Writer, rep *Report) error {
-	groups, paced, scanned := false, false, false
+	groups, paced, scanned, txns := false, false, false, false
 	for _, r := range rep.Results {
 		groups = groups || r.Group != ""
 		paced = paced || r.Pacing != nil
 		scanned = scanned || r.Rows > 0
+		txns = txns || r.Txns != nil
 	}
-	columns := []string{"workload", "scheduler", "class", "group", "ops/s", "offered/s", "achieved", "rows/s", "p50", "p99", "p99.9", "max", "errors"}
+	columns := []string{"workload", "scheduler", "class", "group", "ops/s", "offered/s", "achieved", "rows/s",
+		"conflicts/s", "retries", "failures", "p50", "p99", "p99.9", "max", "errors"}
 	// The columns a table has only when a result fills them.
-	drop := map[string]bool{"group": !groups, "rows/s": !scanned, "offered/s": !paced, "achieved": !paced}
+	drop := map[string]bool{"group": !groups, "rows/s": !scanned, "offered/s": !paced, "achieved": !paced,
+		"conflicts/s": !txns, "retries": !txns, "failures": !txns}
 	var rows [][]string
 	// row takes every column (and a mark after them) and keeps those the
 	// table has.
@@ -179,8 +214,12 @@ func writeTable(w io.Writer, rep *Report) error {
 		if r.Rows > 0 {
 			rowsPerSec = fmt.Sprintf("%.0f", r.RowsPerSec)
 		}
+		conflicts, retries, failures := "", "", ""
+		if x := r.Txns; x != nil {
+			conflicts, retries, failures = fmt.Sprintf("%.0f", x.ConflictsPerSec), fmt.Sprint(x.Retries), fmt.Sprint(x.Failures)
+		}
 		cells := []string{r.Workload, r.Scheduler, class, r.Group,
-			fmt.Sprintf("%.0f", r.OpsPerSec), offered, achieved, rowsPerSec,
+			fmt.Sprintf("%.0f", r.OpsPerSec), offered, achieved, rowsPerSec, conflicts, retries, failures,
 			formatMicros(r.P50us), formatMicros(r.P99us), formatMicros(r.P999us), formatMicros(r.MaxUs),
 			fmt.Sprint(r.Errors)}
 		if r.Interrupted {
@@ -188,7 +227,7 @@ func writeTable(w io.Writer, rep *Report) error {
 		}
 		row(cells...)
 		if p := r.Pacing; p != nil {
-			cells := []string{r.Workload, r.Scheduler, r.Class + " service", r.Group, "", "", "", "",
+			cells := []string{r.Workload, r.Scheduler, r.Class + " service", r.Group, "", "", "", "", "", "", "",
 				formatMicros(p.ServiceP50us), formatMicros(p.ServiceP99us), formatMicros(p.ServiceP999us), formatMicros(p.ServiceMaxUs), ""}
 			if r.Interrupted {
 				cells = append(cells, interruptedMark)

@@ -75,47 +75,63 @@ func pacedReport() *Report {
 	return rep
 }
 
-func TestWriteTable_Paced(t *testing.T) {
+// tableLines writes rep's table, checks that its lines hold the fields
+// of want, in order, and returns them.
+func tableLines(t *testing.T, rep *Report, want ...[]string) []string {
+	t.Helper()
 	var buf bytes.Buffer
-	require.NoError(t, writeTable(&buf, pacedReport()))
+	require.NoError(t, writeTable(&buf, rep))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	require.Len(t, lines, 8, buf.String())
-	for i, want := range [][]string{
-		{"workload", "scheduler", "class", "ops/s", "offered/s", "achieved", "p50", "p99", "p99.9", "max", "errors"},
-		{"noisy", "mlfq", "get", "e2e", "5000", "20000", "25.0%", "80µs", "900µs", "2.00ms", "5.00ms", "0"},
-		{"noisy", "mlfq", "get", "service", "40µs", "300µs", "1.00ms", "4.00ms"},
-		{"noisy", "mlfq", "scan", "50", "12.00ms", "20.00ms", "20.00ms", "1.50s", "2"},
-		{"noisy", "direct", "get", "e2e", "4500", "20000", "22.5%", "100µs", "30.00ms", "40.00ms", "50.00ms", "0", "(interrupted)"},
-		{"noisy", "direct", "get", "service", "90µs", "20.00ms", "30.00ms", "45.00ms", "(interrupted)"},
-		{"noisy", "direct", "scan", "0", "-", "-", "-", "-", "0"},
-	} {
-		assert.Equal(t, want, strings.Fields(lines[i]), "line %d", i)
+	require.GreaterOrEqual(t, len(lines), len(want), buf.String())
+	for i, w := range want {
+		assert.Equal(t, w, strings.Fields(lines[i]), "line %d", i)
 	}
+	return lines
+}
+
+func TestWriteTable_Paced(t *testing.T) {
+	lines := tableLines(t, pacedReport(),
+		[]string{"workload", "scheduler", "class", "ops/s", "offered/s", "achieved", "p50", "p99", "p99.9", "max", "errors"},
+		[]string{"noisy", "mlfq", "get", "e2e", "5000", "20000", "25.0%", "80µs", "900µs", "2.00ms", "5.00ms", "0"},
+		[]string{"noisy", "mlfq", "get", "service", "40µs", "300µs", "1.00ms", "4.00ms"},
+		[]string{"noisy", "mlfq", "scan", "50", "12.00ms", "20.00ms", "20.00ms", "1.50s", "2"},
+		[]string{"noisy", "direct", "get", "e2e", "4500", "20000", "22.5%", "100µs", "30.00ms", "40.00ms", "50.00ms", "0", "(interrupted)"},
+		[]string{"noisy", "direct", "get", "service", "90µs", "20.00ms", "30.00ms", "45.00ms", "(interrupted)"},
+		[]string{"noisy", "direct", "scan", "0", "-", "-", "-", "-", "0"},
+	)
+	require.Len(t, lines, 8)
 	// The service rows' percentiles sit under the e2e rows'.
 	maxEnd := strings.Index(lines[1], "5.00ms") + len("5.00ms")
 	assert.Equal(t, utf8.RuneCountInString(lines[1][:maxEnd]), utf8.RuneCountInString(lines[2]), "columns are aligned")
 	assert.Equal(t, utf8.RuneCountInString(lines[0]), utf8.RuneCountInString(lines[1]), "columns are aligned")
 }
 
-func TestWriteJSON_Pacing(t *testing.T) {
+// encodeResults writes rep as JSON and returns its results as they
+// decode into maps, and into a Report read back.
+func encodeResults(t *testing.T, rep *Report) ([]map[string]any, *Report) {
+	t.Helper()
 	var buf bytes.Buffer
-	require.NoError(t, encodeJSON(&buf, pacedReport()))
+	require.NoError(t, encodeJSON(&buf, rep))
 	var doc struct {
 		Results []map[string]any `json:"results"`
 	}
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
-	require.Len(t, doc.Results, 4)
+	var back Report
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &back))
+	require.Len(t, doc.Results, len(rep.Results))
+	return doc.Results, &back
+}
+
+func TestWriteJSON_Pacing(t *testing.T) {
+	results, rep := encodeResults(t, pacedReport())
 	assert.Equal(t, map[string]any{
 		"workload": "noisy", "scheduler": "mlfq", "class": "get", "group": "",
 		"ops": 1000.0, "ops_per_sec": 5000.0, "p50_us": 80.0, "p99_us": 900.0,
 		"p999_us": 2000.0, "max_us": 5000.0, "errors": 0.0,
 		"arrival": "fixed", "offered_per_sec": 20_000.0, "achieved_pct": 25.0, "overdue": 0.0,
 		"service_p50_us": 40.0, "service_p99_us": 300.0, "service_p999_us": 1000.0, "service_max_us": 4000.0,
-	}, doc.Results[0])
-	assert.NotContains(t, doc.Results[1], "arrival", "a class that is not paced has no pacing fields")
-
-	var rep Report
-	require.NoError(t, json.Unmarshal(buf.Bytes(), &rep))
+	}, results[0])
+	assert.NotContains(t, results[1], "arrival", "a class that is not paced has no pacing fields")
 	assert.Equal(t, pacedReport().Results[0].Pacing, rep.Results[0].Pacing, "a report reads back")
 	assert.Nil(t, rep.Results[1].Pacing)
 }
@@ -301,4 +317,57 @@ func TestFormatBytes(t *testing.T) {
 	} {
 		assert.Equal(t, want, formatBytes(n), "%d", n)
 	}
+}
+
+func TestNewResult_Txns(t *testing.T) {
+	r := newResult("txn", "mlfq", classTransfer, "", summary{ops: 100, opsPerSec: 500,
+		txn: true, retries: 30, failures: 2, conflicts: 32, conflictsPerSec: 160})
+	assert.Equal(t, &Txns{Conflicts: 32, ConflictsPerSec: 160, Retries: 30, Failures: 2}, r.Txns)
+	assert.Equal(t, &Txns{}, newResult("txn", "mlfq", classTransfer, "", summary{txn: true}).Txns,
+		"transactions that met no conflict say so")
+	assert.Nil(t, newResult("noisy", "mlfq", classGet, "", summary{ops: 1}).Txns, "other classes have none")
+}
+
+// txnReport is pacedReport's mlfq results, its Gets paced, and a
+// transfer row after them.
+func txnReport() *Report {
+	rep := pacedReport()
+	rep.Results = append(rep.Results[:2:2], Result{Workload: "txn", Scheduler: "mlfq", Class: "transfer", Ops: 900, OpsPerSec: 4500,
+		P50us: 20, P99us: 3_000, P999us: 40_000, MaxUs: 90_000,
+		Txns: &Txns{Conflicts: 120, ConflictsPerSec: 600, Retries: 117, Failures: 3}})
+	return rep
+}
+
+// TestWriteTable_Txns: conflicts/s, retries and failures are columns when
+// a result is of transactions, filled for those that are.
+func TestWriteTable_Txns(t *testing.T) {
+	lines := tableLines(t, txnReport(),
+		[]string{"workload", "scheduler", "class", "ops/s", "offered/s", "achieved", "conflicts/s", "retries", "failures", "p50", "p99", "p99.9", "max", "errors"},
+		[]string{"noisy", "mlfq", "get", "e2e", "5000", "20000", "25.0%", "80µs", "900µs", "2.00ms", "5.00ms", "0"},
+		[]string{"noisy", "mlfq", "get", "service", "40µs", "300µs", "1.00ms", "4.00ms"},
+		[]string{"noisy", "mlfq", "scan", "50", "12.00ms", "20.00ms", "20.00ms", "1.50s", "2"},
+		[]string{"txn", "mlfq", "transfer", "4500", "600", "117", "3", "20µs", "3.00ms", "40.00ms", "90.00ms", "0"},
+	)
+	require.Len(t, lines, 6)
+	for _, i := range []int{1, 3, 4} {
+		assert.Equal(t, utf8.RuneCountInString(lines[0]), utf8.RuneCountInString(lines[i]), "line %d: the columns are aligned", i)
+	}
+	assert.Equal(t, strings.Index(lines[0], "failures")+len("failures"), strings.Index(lines[4], " 3 ")+2, "failures under their heading")
+
+	var buf bytes.Buffer
+	require.NoError(t, writeTable(&buf, sampleReport()))
+	assert.NotContains(t, buf.String(), "conflicts/s", "no transactions, no such columns")
+}
+
+func TestWriteJSON_Txns(t *testing.T) {
+	results, rep := encodeResults(t, txnReport())
+	assert.Equal(t, map[string]any{
+		"workload": "txn", "scheduler": "mlfq", "class": "transfer", "group": "",
+		"ops": 900.0, "ops_per_sec": 4500.0, "p50_us": 20.0, "p99_us": 3000.0,
+		"p999_us": 40_000.0, "max_us": 90_000.0, "errors": 0.0,
+		"conflicts": 120.0, "conflicts_per_sec": 600.0, "retries": 117.0, "failures": 3.0,
+	}, results[2])
+	assert.NotContains(t, results[0], "conflicts", "a class that is not of transactions has no such fields")
+	assert.Equal(t, txnReport().Results[2].Txns, rep.Results[2].Txns, "a report reads back")
+	assert.Nil(t, rep.Results[0].Txns)
 }
