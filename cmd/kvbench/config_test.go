@@ -103,7 +103,7 @@ func TestConfig_Subcommands(t *testing.T) {
 	_, w, err := parse(t, "--scanners", "3", "--no-quiet")
 	require.NoError(t, err)
 	assert.Equal(t, "noisy", w.Name())
-	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak"}, workloadNames())
+	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak", "txn"}, workloadNames())
 }
 
 func TestConfig_UsageErrors(t *testing.T) {
@@ -124,7 +124,7 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"ycsb", []string{"ycsb-a"},
 			[]string{`"ycsb-a": kvbench runs no YCSB workload; YCSB A–F run in the go-ycsb runner: cd cmd/kvbench/ycsb && go run . --workloads a,b,c,d,e,f`}},
 		{"--workload", []string{"--workload", "groups", "--duration", "30s"},
-			[]string{`--workload is gone: name the workload as a subcommand, one a run, as in "kvbench groups" (workloads: get, scan, multiget, noisy, cop-scan, cop, groups, groups-steps, soak)`}},
+			[]string{`--workload is gone: name the workload as a subcommand, one a run, as in "kvbench groups" (workloads: get, scan, multiget, noisy, cop-scan, cop, groups, groups-steps, soak, txn)`}},
 		{"--workload ycsb", []string{"--workload", "ycsb-e,get"},
 			[]string{`"ycsb-e": kvbench runs no YCSB workload`, "cd cmd/kvbench/ycsb && go run .", `--workload is gone: name the workload as a subcommand, one a run, as in "kvbench get"`}},
 		{"multiget alone", []string{"multiget", "--clients", "1"},
@@ -162,6 +162,7 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"zero value-size", []string{"--value-size", "0"}, []string{"--value-size must be at least 1"}},
 		{"negative think", []string{"--think", "-1ms"}, []string{"--think must not be negative"}},
 		{"negative soak think", []string{"soak", "--think", "-1ms"}, []string{"--think must not be negative"}},
+		{"one account", []string{"txn", "--accounts", "1", "--hot", "2"}, []string{"--accounts must be between 2", "--hot must be a fraction between 0 and 1"}},
 		{"unknown arrival", []string{"--arrival", "open"}, []string{`unknown --arrival "open" (known: fixed, think)`}},
 		{"fixed arrival without think", []string{"--think", "0s"}, []string{"--think 0 with --arrival fixed", "--arrival think"}},
 		{"zero oltp-rate", []string{"groups", "--oltp-rate", "0"}, []string{"--oltp-rate must be a positive number of Gets per second, not 0"}},

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -62,4 +64,33 @@ func (w *watchedBuffer) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
+}
+
+// TestRun_Txn runs "kvbench txn" briefly, as a user would: a transfer
+// row per scheduler with its commits, conflicts, retries and failures in
+// the table and the JSON, the accounts' total under the table, and its
+// help naming what the row counts and the check.
+func TestRun_Txn(t *testing.T) {
+	rep, out := runTiny(t, tiny("txn", "--accounts", "16", "--clients", "8", "--schedulers", "mlfq,direct", "-q")...)
+	assert.Equal(t, "txn", rep.Workload)
+	require.Len(t, rep.Results, 2)
+	for i, s := range []string{"mlfq", "direct"} {
+		r := rep.Results[i]
+		assert.Equal(t, [3]string{"txn", s, "transfer"}, [3]string{r.Workload, r.Scheduler, r.Class})
+		assert.Positive(t, r.Ops, "%s: transfers committed", s)
+		assert.Zero(t, r.Errors, "%s\n%s", s, out)
+		require.NotNil(t, r.Txns, "%s: conflicts, retries and failures in the JSON", s)
+		assert.Equal(t, r.Retries+r.Failures, r.Conflicts, s)
+		assert.Regexp(t, `(?m)^txn +`+s+` +transfer +\d+ +\d+ +\d+ +\d+ `, out)
+		assert.Contains(t, out, "txn "+s+": the 16 accounts hold 16000 = 16 × 1000 after the phase: ok\n")
+	}
+	assert.Regexp(t, `(?m)^workload +scheduler +class +ops/s +conflicts/s +retries +failures +p50 +p99 `, out)
+
+	help, _, err := execute(t, "txn", "--help")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(help, "txn moves money between accounts"), help)
+	for _, want := range []string{"--accounts", "--hot", "--hot-accounts", "--clients", "conflicts/s", "retries", "failures",
+		"exactly --accounts × 1,000", "exit status 1"} {
+		assert.Contains(t, help, want)
+	}
 }

@@ -93,6 +93,7 @@ cmd/kvbench/ycsb, runs them against coopkv and its peers
   kvbench scan --json results.json --plot latency.svg
   kvbench cop --keys 1000000 --long-scan-len 1000000
   kvbench groups --json groups.json
+  kvbench txn --accounts 16 --clients 16   # transfers in transactions: commits, conflicts, and no money lost
   kvbench get --sync --row-cache 0 > results.txt
   kvbench get --keys 300000 --value-size 1000 --row-cache 0 --cache-size 16777216 --disk-latency 200us --clients 32   # a simulated slow disk
   kvbench --workers 4 --max-tasks 1000 --time-slice 500us

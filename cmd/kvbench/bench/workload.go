@@ -121,6 +121,7 @@ func Workloads() []Workload {
 		groupsWorkload(),
 		groupsStepsWorkload(),
 		soakWorkload(),
+		txnWorkload(),
 	}
 }
 

@@ -33,6 +33,7 @@ func TestWorkloads_OwnFlags(t *testing.T) {
 		"groups":       {"clients", "group-scanners", "oltp-rate", "scan-len"},
 		"groups-steps": {"group-scanners"},
 		"soak":         {"clients", "think"},
+		"txn":          {"accounts", "clients", "hot", "hot-accounts"},
 	}
 	var names []string
 	for _, w := range Workloads() {
@@ -43,7 +44,7 @@ func TestWorkloads_OwnFlags(t *testing.T) {
 		assert.NotEmpty(t, w.Short(), w.Name())
 		assert.Contains(t, w.Long(), w.Name(), "%s's help names it", w.Name())
 	}
-	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak"}, names)
+	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak", "txn"}, names)
 }
 
 // TestWorkloads_FlagDefaults: the defaults are a plain run's, as they
