@@ -248,9 +248,6 @@ func (r *txnRows) Next() (key, value []byte, err error) {
 			r.stop()
 			return nil, nil, io.EOF
 		}
-		if r.uDone && r.oi == len(r.own) {
-			return nil, nil, io.EOF // ended before, or closed
-		}
 		if !r.uValid && !r.uDone {
 			if r.under.Next() {
 				r.uValid = true
