@@ -2,7 +2,8 @@
 // spirit of testing/fstest: a backend's own tests call Run with a function
 // that opens a fresh, empty store, and every behaviour an application may
 // rely on through kv.Store is checked against it — reads, batches,
-// DeleteRange, snapshots, Close, contexts and the coprocessor.
+// DeleteRange, snapshots, transactions (txn.go: what both the embedded
+// store and TiKV promise), Close, contexts and the coprocessor.
 //
 // Stores are opened one per subtest; Run closes each one it opened (a
 // second Close must return nil). Values must survive as given: empty
@@ -35,6 +36,15 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"Snapshot", testSnapshot},
 		{"Context", testContext},
 		{"Coprocessor", testCoprocessor},
+		{"TxnSnapshot", testTxnSnapshot},
+		{"TxnOwnWrites", testTxnOwnWrites},
+		{"TxnAtomicCommit", testTxnAtomicCommit},
+		{"TxnConflict", testTxnConflict},
+		{"TxnWriteSkew", testTxnWriteSkew},
+		{"TxnLostUpdate", testTxnLostUpdate},
+		{"TxnUpdate", testTxnUpdate},
+		{"TxnDone", testTxnDone},
+		{"TxnArguments", testTxnArguments},
 		{"Close", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -288,8 +298,8 @@ func testContext(t *testing.T, s kv.Store) {
 	assert.ErrorIs(t, err, kv.ErrNotFound, "a Write whose context was done wrote nothing")
 }
 
-// everyCallFails checks that every read, a Write of one key ("b") and
-// NewSnapshot fail with want under ctx.
+// everyCallFails checks that every read, a Write of one key ("b"),
+// NewSnapshot and NewTxn fail with want under ctx.
 func everyCallFails(t *testing.T, s kv.Store, ctx context.Context, want error) {
 	t.Helper()
 	_, err := s.Get(ctx, []byte("a"))
@@ -307,6 +317,8 @@ func everyCallFails(t *testing.T, s kv.Store, ctx context.Context, want error) {
 	assert.ErrorIs(t, s.Write(ctx, b), want, "Write")
 	_, err = s.NewSnapshot(ctx)
 	assert.ErrorIs(t, err, want, "NewSnapshot")
+	_, err = s.NewTxn(ctx)
+	assert.ErrorIs(t, err, want, "NewTxn")
 }
 
 func testCoprocessor(t *testing.T, s kv.Store) {
