@@ -3,6 +3,8 @@ package kv
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -180,4 +182,213 @@ func runModel(t *testing.T, seed uint64, ops int, opts Options, reopen bool) {
 			}
 		}
 	}
+}
+
+// clone returns a copy of m; the values are shared, as nothing changes
+// them in place.
+func (m model) clone() model {
+	c := make(model, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// modelRange is a range of keys [start, end): a nil start is the first
+// key, a nil end is past the last.
+type modelRange struct{ start, end []byte }
+
+// has reports whether k is inside r.
+func (r modelRange) has(k string) bool {
+	return string(r.start) <= k && (r.end == nil || k < string(r.end))
+}
+
+// meets reports whether r and o share a key: the later of their starts
+// comes before both their ends.
+func (r modelRange) meets(o modelRange) bool {
+	later := max(string(r.start), string(o.start))
+	return (r.end == nil || later < string(r.end)) && (o.end == nil || later < string(o.end))
+}
+
+// modelWrite is a transaction's buffered write of one key.
+type modelWrite struct {
+	val []byte
+	del bool
+}
+
+// modelTxn is a transaction on the embedded store as the model sees it:
+// the store as of its start, its own writes, what it read, and what others
+// committed since it began. Its Commit conflicts exactly when one of those
+// writes touched a key it read (Get and MultiGet of keys it had not
+// written itself, found or not) or a key inside a range it scanned: the
+// whole range when the scan ran to its end, up to the last row it returned
+// when it stopped at its Limit or was closed early (nothing, closed before
+// its first row).
+type modelTxn struct {
+	snap                    model
+	own                     map[string]modelWrite
+	readKeys, wroteKeys     map[string]bool
+	readRanges, wroteRanges []modelRange
+}
+
+func newModelTxn(m model) *modelTxn {
+	return &modelTxn{snap: m.clone(), own: map[string]modelWrite{}, readKeys: map[string]bool{}, wroteKeys: map[string]bool{}}
+}
+
+// get returns what the Txn reads at k.
+func (tx *modelTxn) get(k string) ([]byte, bool) {
+	if w, ok := tx.own[k]; ok {
+		return w.val, !w.del
+	}
+	tx.readKeys[k] = true
+	v, ok := tx.snap[k]
+	return v, ok
+}
+
+// scan returns the rows a Scan of [start, end) with o shows the Txn, read
+// until the scan ends or, stop >= 0, until stop rows have been read and
+// the scan is closed; it records the range read.
+func (tx *modelTxn) scan(start, end []byte, o ScanOptions, stop int) [][2][]byte {
+	view := tx.snap.clone()
+	for k, w := range tx.own {
+		if w.del {
+			delete(view, k)
+		} else {
+			view[k] = w.val
+		}
+	}
+	rows := view.scan(start, end, o)
+	closed := stop >= 0 && len(rows) >= stop // before Next said the end
+	if closed {
+		rows = rows[:stop]
+	}
+	r := modelRange{start, end}
+	if closed || (o.Limit > 0 && len(rows) == o.Limit) {
+		if len(rows) == 0 {
+			return rows
+		}
+		last := rows[len(rows)-1][0]
+		if o.Reverse {
+			r.start = last
+		} else {
+			r.end = append(bytes.Clone(last), 0) // last, inclusive
+		}
+	}
+	tx.readRanges = append(tx.readRanges, r)
+	return rows
+}
+
+// wrote records a commit of keys and ranges by someone else.
+func (tx *modelTxn) wrote(keys []string, ranges []modelRange) {
+	for _, k := range keys {
+		tx.wroteKeys[k] = true
+	}
+	tx.wroteRanges = append(tx.wroteRanges, ranges...)
+}
+
+// conflicts reports whether the Txn's Commit fails.
+func (tx *modelTxn) conflicts() bool {
+	if len(tx.own) == 0 {
+		return false // read-only: it commits at once
+	}
+	for k := range tx.readKeys {
+		if tx.wroteKeys[k] || slices.ContainsFunc(tx.wroteRanges, func(w modelRange) bool { return w.has(k) }) {
+			return true
+		}
+	}
+	for _, r := range tx.readRanges {
+		for k := range tx.wroteKeys {
+			if r.has(k) {
+				return true
+			}
+		}
+		if slices.ContainsFunc(tx.wroteRanges, r.meets) {
+			return true
+		}
+	}
+	return false
+}
+
+// commit applies the Txn's writes to m and returns the keys written, or
+// reports false (and writes nothing) when it conflicts.
+func (tx *modelTxn) commit(m model) ([]string, bool) {
+	if tx.conflicts() {
+		return nil, false
+	}
+	keys := make([]string, 0, len(tx.own))
+	for k, w := range tx.own {
+		if w.del {
+			delete(m, k)
+		} else {
+			m[k] = w.val
+		}
+		keys = append(keys, k)
+	}
+	return keys, true
+}
+
+// The answers of the metamorphic test in words, the store's and the
+// model's alike, equal exactly when the answers are.
+
+// metaErr words an error for comparison: "ok" for nil, "not found" for
+// ErrNotFound, "conflict" for ErrConflict, the message else.
+func metaErr(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case err == ErrNotFound:
+		return "not found"
+	case errors.Is(err, ErrConflict):
+		return "conflict"
+	}
+	return "error: " + err.Error()
+}
+
+// metaValue words a Get's answer: the value in hex, or the error.
+func metaValue(v []byte, err error) string {
+	if err != nil {
+		return metaErr(err)
+	}
+	return hex.EncodeToString(v)
+}
+
+// metaFound words the model's value as metaValue words a Get's.
+func metaFound(v []byte, ok bool) string {
+	if !ok {
+		return metaValue(nil, ErrNotFound)
+	}
+	return metaValue(v, nil)
+}
+
+// metaScan words a scan's answer: its rows, then how it ended. With stop
+// >= 0 it reads at most stop rows and closes the scan.
+func metaScan(it *Iterator, stop int) string {
+	var b []byte
+	n := 0
+	for (stop < 0 || n < stop) && it.Next() {
+		// Printable keys, values in hex: readable in a failure.
+		b = metaRow(b, it.Key(), it.Value())
+		n++
+	}
+	err := it.Err()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return fmt.Sprintf("%d rows: %s%s", n, b, metaErr(err))
+}
+
+func metaRow(b, k, v []byte) []byte {
+	b = append(b, k...)
+	b = append(b, '=')
+	b = hex.AppendEncode(b, v)
+	return append(b, ' ')
+}
+
+// metaRows words the model's rows as metaScan words a scan's.
+func metaRows(rows [][2][]byte) string {
+	var b []byte
+	for _, r := range rows {
+		b = metaRow(b, r[0], r[1])
+	}
+	return fmt.Sprintf("%d rows: %s%s", len(rows), b, metaErr(nil))
 }
