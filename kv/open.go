@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"path/filepath"
@@ -127,6 +128,7 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 	po = po.Clone()
 	po.EnsureDefaults()
 	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*Snapshot]struct{}{}, closers: closers, disk: disk, reads: reads, groups: resource.NewManager(), closeDone: make(chan struct{})}
+	db.oracle.seed = maphash.MakeSeed()
 	if err := db.checkTableFiles(); err != nil {
 		db.closeStorage()
 		return nil, fmt.Errorf("kv: open %s: %w", dir, err)

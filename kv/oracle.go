@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +25,8 @@ import (
 // order agree, and the fsync is waited for after it (Pebble's
 // ApplyNoSyncWait), so syncs still group. A plain write, which read
 // nothing, is only sequenced and recorded under the lock and applied after
-// it, beside other plain writes (applyRecorded). A transaction's snapshot
-// is taken under the lock too.
+// it, beside other plain writes (applyRecorded). A transaction's start is
+// taken under the lock, its snapshot just after (beginTxn).
 //
 // Locks are taken in the order DB.mu, DB.writeMu, oracle.mu.
 
@@ -34,7 +35,7 @@ import (
 // not turn recording on (which waits for the writes in flight) for each.
 const recordingLinger = time.Second
 
-// oracle is the DB's; the zero value is ready.
+// oracle is the DB's; ready once its seed is set (finishOpen).
 type oracle struct {
 	// recording is read without mu by every write, holding writeMu
 	// shared; it turns on holding writeMu exclusively and mu, and off
@@ -43,6 +44,37 @@ type oracle struct {
 	mu        sync.Mutex
 	log       conflictLog
 	idleSince time.Time // when the last open transaction ended; under mu
+
+	// written holds, for each stripe of keys, the sequence of the last
+	// write sequenced while recording that wrote one of them, and
+	// rangeWritten that of the last range deletion: stored under mu before
+	// the write reaches Pebble, read without it by a transaction that
+	// would serve a read from the row cache — a hit is the value as of
+	// its start only if nothing of the key's stripe was written since
+	// (unwrittenSince).
+	seed         maphash.Seed
+	written      [oracleStripes]atomic.Uint64
+	rangeWritten atomic.Uint64
+}
+
+// oracleStripes is the number of stripes of written: 32 KiB.
+const oracleStripes = 1 << 12
+
+// sequenced notes that w was sequenced at seq; under mu.
+func (o *oracle) sequenced(w *writeSet, seq uint64) {
+	for _, k := range w.keys {
+		o.written[maphash.Bytes(o.seed, k)%oracleStripes].Store(seq)
+	}
+	if len(w.ranges) > 0 {
+		o.rangeWritten.Store(seq)
+	}
+}
+
+// unwrittenSince reports whether no write sequenced after start can have
+// written key. Read after the cache lookup it guards, it sees any write
+// whose value the lookup saw (the write stored its sequence first).
+func (o *oracle) unwrittenSince(key []byte, start uint64) bool {
+	return o.written[maphash.Bytes(o.seed, key)%oracleStripes].Load() <= start && o.rangeWritten.Load() <= start
 }
 
 // txnCheck is what a transaction's commit is checked against: the
@@ -59,15 +91,23 @@ func stopRecording(busy bool, idleSince, now time.Time) bool {
 }
 
 // beginTxn opens a transaction: its start in the log, and a Pebble
-// snapshot holding every write recorded up to it and none after. The
-// caller holds db.mu shared.
+// snapshot holding every write sequenced up to it. The snapshot is taken
+// after the lock is let go: every write sequenced up to start has landed
+// by then (a commit lands under the lock; a plain write in flight moves
+// start before it), and one it holds beyond start can only make the
+// transaction conflict where it need not. The caller holds db.mu shared.
 func (db *DB) beginTxn() (uint64, *pebble.Snapshot) {
+	return db.beginInLog(), db.pdb.NewSnapshot()
+}
+
+// beginInLog is beginTxn's part under the lock.
+func (db *DB) beginInLog() uint64 {
 	o := &db.oracle
 	if o.recording.Load() {
 		o.mu.Lock()
 		if o.recording.Load() { // not turned off meanwhile
 			defer o.mu.Unlock()
-			return o.log.begin(), db.pdb.NewSnapshot()
+			return o.log.begin()
 		}
 		o.mu.Unlock()
 	}
@@ -76,7 +116,7 @@ func (db *DB) beginTxn() (uint64, *pebble.Snapshot) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.recording.Store(true)
-	return o.log.begin(), db.pdb.NewSnapshot()
+	return o.log.begin()
 }
 
 // endTxn closes a transaction begun at start, committed or not.
@@ -107,7 +147,8 @@ func (db *DB) applyBatch(pb *pebble.Batch, ws func() writeSet, tx *txnCheck) err
 		o.mu.Unlock()
 		return ErrConflict
 	}
-	o.log.record(ws()) // kept: the committing transaction is open
+	w := ws()
+	o.sequenced(&w, o.log.record(w)) // kept: the committing transaction is open
 	var err error
 	if db.wopts.Sync {
 		err = db.pdb.ApplyNoSyncWait(pb, db.wopts)
@@ -131,7 +172,9 @@ func (db *DB) applyBatch(pb *pebble.Batch, ws func() writeSet, tx *txnCheck) err
 func (db *DB) applyRecorded(pb *pebble.Batch, ws func() writeSet) error {
 	o := &db.oracle
 	o.mu.Lock()
-	seq := o.log.recordInFlight(ws())
+	w := ws()
+	seq := o.log.recordInFlight(w)
+	o.sequenced(&w, seq)
 	if stopRecording(o.log.busy(), o.idleSince, time.Now()) {
 		o.recording.Store(false)
 	}
