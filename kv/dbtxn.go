@@ -25,6 +25,8 @@ type dbTxn struct {
 	writes map[string]txnWrite
 	bytes  int64 // keys and values in writes
 	ended  bool
+	// endedInLog: the commit left the oracle's log already.
+	endedInLog bool
 }
 
 // txnWrite is one buffered write.
@@ -221,7 +223,9 @@ func (t *dbTxn) Commit(ctx context.Context) error {
 		return err
 	}
 	defer db.exitWrite(false)
-	err := db.applyOps(ops, &txnCheck{start: t.start, reads: &reads})
+	check := txnCheck{start: t.start, reads: &reads}
+	err := db.applyOps(ops, &check)
+	t.endedInLog = check.ended // else release ends it
 	if err != nil && !errors.Is(err, ErrConflict) {
 		return fmt.Errorf("kv: commit: %w", err)
 	}
@@ -237,7 +241,9 @@ func (t *dbTxn) release() {
 	}
 	t.ended = true
 	_ = t.snap.Close()
-	t.db.endTxn(t.start)
+	if !t.endedInLog {
+		t.db.endTxn(t.start)
+	}
 	t.writes = nil
 }
 

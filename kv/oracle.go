@@ -82,6 +82,9 @@ func (o *oracle) unwrittenSince(key []byte, start uint64) bool {
 type txnCheck struct {
 	start uint64
 	reads *readSet
+	// ended is set once the commit has ended the transaction in the log,
+	// under the same lock as its check, sparing it a lock of its own.
+	ended bool
 }
 
 // stopRecording reports whether writes may stop recording: no transaction
@@ -123,11 +126,16 @@ func (db *DB) beginInLog() uint64 {
 func (db *DB) endTxn(start uint64) {
 	o := &db.oracle
 	o.mu.Lock()
+	o.endLocked(start)
+	o.mu.Unlock()
+}
+
+// endLocked is endTxn under mu.
+func (o *oracle) endLocked(start uint64) {
 	o.log.end(start)
 	if !o.log.busy() {
 		o.idleSince = time.Now()
 	}
-	o.mu.Unlock()
 }
 
 // applyBatch commits pb — a write of what ws returns, built only when a
@@ -142,12 +150,16 @@ func (db *DB) applyBatch(pb *pebble.Batch, ws func() writeSet, tx *txnCheck) err
 		}
 		return db.applyRecorded(pb, ws)
 	}
+	w := ws() // outside the lock
 	o.mu.Lock()
+	// Committed or not, the transaction is over: it leaves the log under
+	// this lock rather than take it again.
+	tx.ended = true
 	if o.log.conflicts(tx.start, tx.reads) {
+		o.endLocked(tx.start)
 		o.mu.Unlock()
 		return ErrConflict
 	}
-	w := ws()
 	o.sequenced(&w, o.log.record(w)) // kept: the committing transaction is open
 	var err error
 	if db.wopts.Sync {
@@ -155,9 +167,10 @@ func (db *DB) applyBatch(pb *pebble.Batch, ws func() writeSet, tx *txnCheck) err
 	} else {
 		err = db.pdb.Apply(pb, db.wopts)
 	}
+	o.endLocked(tx.start)
 	o.mu.Unlock()
 	if err == nil && db.wopts.Sync {
-		err = pb.SyncWait()
+		err = pb.SyncWait() // outside the lock: commits share fsyncs
 	}
 	return err
 }
@@ -197,6 +210,16 @@ func opsWriteSet(ops []BatchOp) writeSet {
 		w.keys = append(w.keys, append([]byte(nil), op.Key...))
 	}
 	return w
+}
+
+// txnWriteSet is what a transaction's ops write: their keys, which are
+// the transaction's own and kept as they are (it is over once committed).
+func txnWriteSet(ops []BatchOp) writeSet {
+	keys := make([][]byte, len(ops))
+	for i, op := range ops {
+		keys[i] = op.Key
+	}
+	return writeSet{keys: keys}
 }
 
 // cloneOrNil copies b, keeping nil (an open bound) nil.

@@ -199,7 +199,11 @@ func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 			rgen = db.cache.beforeRangeDelete()
 		}
 	}
-	err := db.applyBatch(pb, func() writeSet { return opsWriteSet(ops) }, tx)
+	ws := func() writeSet { return opsWriteSet(ops) }
+	if tx != nil {
+		ws = func() writeSet { return txnWriteSet(ops) }
+	}
+	err := db.applyBatch(pb, ws, tx)
 	if err == ErrConflict {
 		for i, op := range ops {
 			if gens != nil {
