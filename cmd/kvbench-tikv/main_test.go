@@ -45,6 +45,9 @@ func TestMock_WorkloadsReportTheStoresRows(t *testing.T) {
 	for name, args := range map[string][]string{
 		"the default (noisy)": {"--scanners", "1", "--clients", "1", "--long-scan-len", "200", "--no-quiet"},
 		"cop":                 {"cop", "--scanners", "1", "--clients", "1", "--long-scan-len", "200"},
+		// One phase (tiny has no warm-up): the audit after it reads every
+		// account in a Txn, and the run fails if money was lost or made.
+		"txn": {"txn", "--accounts", "16", "--clients", "4"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			stdout, stderr, err := run(t, runTiKV, append(args, tiny...)...)
@@ -61,10 +64,16 @@ func TestMock_WorkloadsReportTheStoresRows(t *testing.T) {
 			}
 			assert.Contains(t, stderr, "workload  scheduler", "the table, on stderr beside --json -")
 			assert.Contains(t, stderr, labelMock)
-			if name == "cop" {
+			switch name {
+			case "cop":
 				assert.True(t, classes["cop cop"], "the coprocessor ran in the client's pool: %v", classes)
 				assert.True(t, classes["cop-scan scan"], "and its baseline: %v", classes)
-			} else {
+			case "txn":
+				assert.True(t, classes["txn transfer"], "transfers in the store's transactions: %v", classes)
+				require.NotNil(t, rep.Results[0].Txns, "with their conflicts, retries and failures")
+				assert.Equal(t, rep.Results[0].Retries+rep.Results[0].Failures, rep.Results[0].Conflicts)
+				assert.Contains(t, stderr, "txn tikv-mock: the 16 accounts hold 16000 = 16 × 1000 after the phase: ok")
+			default:
 				assert.True(t, classes["noisy scan"] && classes["noisy get"], "noisy's gets and scans: %v", classes)
 			}
 		})

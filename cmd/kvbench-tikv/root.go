@@ -59,6 +59,8 @@ cluster's, labelled "tikv" where kvbench names its schedulers. Gets,
 MultiGets and scans are scheduled by TiKV's read pool; coprocessor
 requests run in a coopkv read pool in this process (--workers,
 --max-tasks, --time-slice), over region-by-region snapshot scans.
+txn's transfers are client-go's optimistic transactions (two-phase
+commit, every key read checked at the commit), through kv/tikv's Txn.
 groups and groups-steps do not run here: they read each resource group's
 RU from the embedded store's own resource manager.
 
