@@ -436,3 +436,19 @@ func TestScan_RecycledBatchesUnderConcurrentScans(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestOptions_WithDefaults: the zero fields take Open's defaults, the set
+// ones stay, and Schedulers lists what validate accepts.
+func TestOptions_WithDefaults(t *testing.T) {
+	d := Options{}.WithDefaults()
+	assert.Equal(t, time.Millisecond, d.TimeSlice)
+	assert.Equal(t, int64(32<<20), d.RowCacheSize)
+	assert.Equal(t, int64(64<<20), d.MaxTxnBytes)
+	assert.Equal(t, SchedulerMLFQ, d.Scheduler)
+	assert.Equal(t, 7*time.Millisecond, Options{TimeSlice: 7 * time.Millisecond}.WithDefaults().TimeSlice)
+	for _, s := range Schedulers() {
+		o := Options{Scheduler: s}
+		assert.NoError(t, o.validate(), "%s", s)
+	}
+	assert.Equal(t, SchedulerMLFQ, Schedulers()[0], "the default first")
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -188,6 +189,20 @@ func (o *Options) ensureDefaults() {
 	}
 }
 
+// Schedulers lists the schedulers Options.Scheduler accepts, the default
+// first.
+func Schedulers() []Scheduler {
+	return []Scheduler{SchedulerMLFQ, SchedulerFIFO, SchedulerWorkStealing, SchedulerDirect, SchedulerPriority}
+}
+
+// WithDefaults returns o with its zero fields set to the defaults Open
+// would use (see the fields), for a program that shows or starts from
+// them.
+func (o Options) WithDefaults() Options {
+	o.ensureDefaults()
+	return o
+}
+
 // validate reports every problem at once.
 func (o *Options) validate() error {
 	var errs []error
@@ -213,10 +228,8 @@ func (o *Options) validate() error {
 	if o.MaxTxnBytes < 0 {
 		errs = append(errs, fmt.Errorf("kv: MaxTxnBytes %d is negative", o.MaxTxnBytes))
 	}
-	switch o.Scheduler {
-	case "", SchedulerMLFQ, SchedulerFIFO, SchedulerDirect, SchedulerPriority, SchedulerWorkStealing:
-	default:
-		errs = append(errs, fmt.Errorf("kv: unknown scheduler %q (want %s, %s, %s, %s or %s)", o.Scheduler, SchedulerMLFQ, SchedulerFIFO, SchedulerPriority, SchedulerWorkStealing, SchedulerDirect))
+	if o.Scheduler != "" && !slices.Contains(Schedulers(), o.Scheduler) {
+		errs = append(errs, fmt.Errorf("kv: unknown scheduler %q (want one of %v)", o.Scheduler, Schedulers()))
 	}
 	if o.ResourceControl && o.Scheduler != "" && o.Scheduler != SchedulerPriority {
 		errs = append(errs, fmt.Errorf("kv: resource control schedules with the %q scheduler, not %q", SchedulerPriority, o.Scheduler))

@@ -16,9 +16,27 @@ type MLFQOptions struct {
 	PruneEvery time.Duration
 }
 
+// DefaultLevelThresholds is MLFQOptions.Thresholds' default: the step
+// time after which a task counts as level 1, then level 2 (as TiKV's read
+// pool). The resource scheduler's levels within a group are the same.
+func DefaultLevelThresholds() [2]time.Duration {
+	return [2]time.Duration{5 * time.Millisecond, 100 * time.Millisecond}
+}
+
+// LevelFor is the level of a task that has run for elapsed, by thresholds.
+func LevelFor(elapsed time.Duration, thresholds [2]time.Duration) int {
+	switch {
+	case elapsed < thresholds[0]:
+		return 0
+	case elapsed < thresholds[1]:
+		return 1
+	}
+	return 2
+}
+
 func (o *MLFQOptions) ensureDefaults() {
 	if o.Thresholds == [2]time.Duration{} {
-		o.Thresholds = [2]time.Duration{5 * time.Millisecond, 100 * time.Millisecond}
+		o.Thresholds = DefaultLevelThresholds()
 	}
 	if o.Shares == [3]float64{} {
 		o.Shares = [3]float64{0.80, 0.16, 0.04}
@@ -103,15 +121,7 @@ func (q *MLFQ) LevelOf(e *Entry) int {
 	if e.Fixed {
 		return min(max(e.FixedLevel, 0), len(q.levels)-1)
 	}
-	d := q.elapsed(e)
-	switch {
-	case d < q.opts.Thresholds[0]:
-		return 0
-	case d < q.opts.Thresholds[1]:
-		return 1
-	default:
-		return 2
-	}
+	return LevelFor(q.elapsed(e), q.opts.Thresholds)
 }
 
 func (q *MLFQ) queued(i int) int {

@@ -99,14 +99,9 @@ const FarBehind = 50 * time.Millisecond
 // run longer yield to fresh ones of their group (TiKV: 0, 20, 100 ms).
 var levelPenalty = [3]time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond}
 
+// levelOf is a task's level within its group, by the MLFQ's thresholds.
 func levelOf(elapsed time.Duration) int {
-	switch {
-	case elapsed < 5*time.Millisecond:
-		return 0
-	case elapsed < 100*time.Millisecond:
-		return 1
-	}
-	return 2
+	return readpool.LevelFor(elapsed, readpool.DefaultLevelThresholds())
 }
 
 // classOf maps a priority to a class: 0 runs first.

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coopkv/coopkv/cmd/kvbench/bench"
+	"github.com/coopkv/coopkv/kv"
 )
 
 // config is everything one kvbench run is told by its root flags: the
@@ -37,12 +38,9 @@ type config struct {
 	workload []string
 }
 
-// Defaults of the store's knobs, as kv's own (kv.Options) so that a plain
-// run measures the store as an application opens it.
-const (
-	defaultTimeSlice = time.Millisecond
-	defaultRowCache  = 32 << 20
-)
+// storeDefaults are kv's own defaults (kv.Options), so that a plain run
+// measures the store as an application opens it.
+var storeDefaults = kv.Options{}.WithDefaults()
 
 // diskLatencyHelp is --disk-latency's help.
 const diskLatencyHelp = "simulate a slow disk (0 = off): every read of a table (.sst) blocks its thread for `DURATION` " +
@@ -56,7 +54,13 @@ const diskLatencyHelp = "simulate a slow disk (0 = off): every read of a table (
 // run measures the first three, in this order. priority is resource
 // control with every read in the default group; the groups workloads
 // always run on it, and only on it.
-var knownSchedulers = []string{"mlfq", "fifo", "steal", "direct", "priority"}
+var knownSchedulers = func() []string {
+	var names []string
+	for _, s := range kv.Schedulers() {
+		names = append(names, string(s))
+	}
+	return names
+}()
 
 // defaultSchedulers are the schedulers a run measures unless told.
 var defaultSchedulers = []string{"mlfq", "fifo", "direct"}
@@ -68,8 +72,8 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.dir, "dir", "", "store directory to use and keep (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&c.workers, "workers", 0, "read-pool workers (0 = GOMAXPROCS)")
 	fs.IntVar(&c.maxTasks, "max-tasks", 0, "reads queued or running in the pool before reads fail with \"kv: busy\" (0 = 2000 × workers)")
-	fs.DurationVar(&c.timeSlice, "time-slice", defaultTimeSlice, "how long a pooled read runs before it yields to the next")
-	fs.Int64Var(&c.rowCache, "row-cache", defaultRowCache, "row cache in front of Get, in `BYTES` (0 = off)")
+	fs.DurationVar(&c.timeSlice, "time-slice", storeDefaults.TimeSlice, "how long a pooled read runs before it yields to the next")
+	fs.Int64Var(&c.rowCache, "row-cache", storeDefaults.RowCacheSize, "row cache in front of Get, in `BYTES` (0 = off)")
 	fs.Int64Var(&c.cacheSize, "cache-size", 0, "Pebble's block cache, memtables included, in `BYTES` "+
 		"(0 = kv's default: a quarter of the memory the process may use, within 64 MiB and 8 GiB); "+
 		"below the data's size, reads miss it and go to the disk (see --disk-latency)")
