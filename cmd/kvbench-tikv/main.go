@@ -20,7 +20,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/coopkv/coopkv/cmd/kvbench/bench"
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 )
 
 func main() { os.Exit(execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
@@ -30,7 +30,7 @@ func main() { os.Exit(execute(context.Background(), os.Args[1:], os.Stdout, os.S
 // the exit status, as kvbench's: 0, 1 for a failure, 2 for a usage error,
 // 128 + the signal for an interrupted run. An error is printed to stderr.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	ctx, stop := bench.SignalContext(ctx)
+	ctx, stop := cli.SignalContext(ctx)
 	defer stop()
 	cmd := newCommand(runTiKV)
 	cmd.SetArgs(args)

@@ -14,7 +14,7 @@ import (
 	ctikv "github.com/tikv/client-go/v2/tikv"
 	"go.uber.org/goleak"
 
-	"github.com/coopkv/coopkv/cmd/kvbench/bench"
+	"github.com/coopkv/coopkv/cmd/internal/bench"
 )
 
 func TestMain(m *testing.M) {
@@ -173,7 +173,7 @@ func TestFlags_WhatTheRunIsGiven(t *testing.T) {
 	n = noRun{}
 	_, _, err = run(t, n.run, "--mock", "--workers", "3")
 	require.NoError(t, err)
-	assert.Equal(t, defaultWorkload, n.w.Name(), "no workload named: the default")
+	assert.Equal(t, bench.DefaultWorkload, n.w.Name(), "no workload named: the default")
 	assert.Equal(t, []string{labelMock}, n.cfg.Schedulers)
 	opts = n.cfg.options(nil)
 	assert.Negative(t, opts.GCLifetime, "without --gc the store runs no GC")

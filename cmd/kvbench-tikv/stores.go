@@ -15,7 +15,8 @@ import (
 	"github.com/tikv/client-go/v2/testutils"
 	ctikv "github.com/tikv/client-go/v2/tikv"
 
-	"github.com/coopkv/coopkv/cmd/kvbench/bench"
+	"github.com/coopkv/coopkv/cmd/internal/bench"
+	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/kv/tikv"
 )
@@ -27,7 +28,7 @@ import (
 // that end mid-write are expected to cause (slow timestamps, commits cut
 // short by the phase's end).
 func runTiKV(ctx context.Context, cfg *config, w bench.Workload, out, errOut io.Writer) (err error) {
-	errOut = &bench.SyncWriter{W: errOut}
+	errOut = &cli.SyncWriter{W: errOut}
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelError}))
 	st, err := open(ctx, cfg, log)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/coopkv/coopkv/cmd/kvbench/bench"
+	"github.com/coopkv/coopkv/cmd/internal/bench"
 	"github.com/coopkv/coopkv/kv"
 )
 

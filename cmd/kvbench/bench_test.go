@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coopkv/coopkv/cmd/internal/bench"
 	"github.com/coopkv/coopkv/cmd/internal/cli"
-	"github.com/coopkv/coopkv/cmd/kvbench/bench"
 )
 
 // tinyArgs make a run CI-sized: a small store, short phases.

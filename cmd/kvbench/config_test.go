@@ -14,8 +14,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/coopkv/coopkv/cmd/internal/bench"
 	"github.com/coopkv/coopkv/cmd/internal/cli"
-	"github.com/coopkv/coopkv/cmd/kvbench/bench"
 	"github.com/coopkv/coopkv/kv"
 
 	"github.com/stretchr/testify/assert"
@@ -288,7 +288,7 @@ func TestStoreOptions_SlowDisk(t *testing.T) {
 // TestExitStatus: a usage error exits 2; the rest is cli.ExitStatus's
 // rule (cmd/internal/cli tests it), an interrupted run included.
 func TestExitStatus(t *testing.T) {
-	assert.Equal(t, 2, exitStatus(usageError{errors.New("bad flag")}))
+	assert.Equal(t, 2, exitStatus(usageError{Err: errors.New("bad flag")}))
 	assert.Equal(t, 1, exitStatus(io.ErrUnexpectedEOF))
 	assert.Equal(t, 143, exitStatus(fmt.Errorf("%w by %w during mlfq get", bench.ErrInterrupted, cli.SignalError{Sig: syscall.SIGTERM})))
 }

@@ -2,37 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/coopkv/coopkv/cmd/internal/cli"
-	"github.com/coopkv/coopkv/cmd/kvbench/bench"
+	"github.com/coopkv/coopkv/cmd/internal/bench"
 )
 
-// usageError is a mistake in how kvbench was called: a bad flag, an
-// unknown workload or scheduler. kvbench exits with status 2 for it and 1
-// for any other failure.
-type usageError struct{ err error }
+// usageError and exitStatus are the engine's: a usage error exits with
+// status 2.
+type usageError = bench.UsageError
 
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-// exitStatus is the process exit status for err, the error of a run: 2
-// for a usage error, else cli.ExitStatus's (128 + the signal for an
-// interrupted run, 1 for any other failure).
-func exitStatus(err error) int {
-	if errors.As(err, new(usageError)) {
-		return 2
-	}
-	return cli.ExitStatus(err)
-}
-
-// defaultWorkload is what kvbench runs when no workload is named.
-const defaultWorkload = "noisy"
+func exitStatus(err error) int { return bench.ExitStatus(err) }
 
 // runFunc runs workload w with cfg: runBench, or a test's.
 type runFunc func(ctx context.Context, cfg *config, w bench.Workload, out, errOut io.Writer) error
@@ -49,20 +31,7 @@ func newRootCmd() *cobra.Command { return newCommand(runBench) }
 // `kvbench > results.txt` keeps only the results.
 func newCommand(run runFunc) *cobra.Command {
 	cfg := &config{}
-	workloads := bench.Workloads()
-	var names []string
-	for _, w := range workloads {
-		names = append(names, w.Name())
-	}
-	// The root runs the default workload, with its flags: a plain
-	// `kvbench` is `kvbench noisy`.
-	var def bench.Workload
-	for _, w := range bench.Workloads() {
-		if w.Name() == defaultWorkload {
-			def = w
-		}
-	}
-	cmd := &cobra.Command{
+	return bench.NewRoot(bench.Root{
 		Use:   "kvbench",
 		Short: "Benchmark coopkv's read pool: workloads side by side on each scheduler",
 		Long: `kvbench loads a coopkv store (in a temporary directory unless --dir is
@@ -99,37 +68,21 @@ cmd/kvbench/ycsb, runs them against coopkv and its peers
   kvbench --workers 4 --max-tasks 1000 --time-slice 500us
   kvbench --json - -q | jq '.results[] | {scheduler, class, p99_us}'
   kvbench --duration 1m --admin :7070   # meanwhile: curl 127.0.0.1:7070/stats, or kvctl --addr 127.0.0.1:7070`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return nil
+		Flags: cfg.addFlags,
+		Start: func(c *cobra.Command, w bench.Workload) error { return start(c, cfg, w, run) },
+		Unknown: func(arg string) error {
+			if strings.HasPrefix(arg, "ycsb") {
+				return ycsbMoved(arg)
 			}
-			if strings.HasPrefix(args[0], "ycsb") {
-				return usageError{ycsbMoved(args[0])}
-			}
-			return usageError{fmt.Errorf("unknown workload %q (known: %s)", args[0], strings.Join(names, ", "))}
+			return nil
 		},
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE:          func(c *cobra.Command, _ []string) error { return start(c, cfg, def, run) },
-	}
-	cfg.addFlags(cmd.PersistentFlags())
-	def.Flags(cmd.Flags())
-	cmd.SetFlagErrorFunc(flagError)
-	for _, w := range workloads {
-		cmd.AddCommand(bench.Command(w, func(c *cobra.Command, w bench.Workload) error { return start(c, cfg, w, run) },
-			func(err error) error { return usageError{err} }))
-	}
-	cmd.CompletionOptions.DisableDefaultCmd = true
-	return cmd
+	})
 }
-
-// flagError makes a flag cobra could not parse a usage error.
-func flagError(_ *cobra.Command, err error) error { return usageError{err} }
 
 // start checks cfg and w's flags, every problem at once, and runs w.
 func start(c *cobra.Command, cfg *config, w bench.Workload, run runFunc) error {
 	if err := cfg.validate(w); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	return run(c.Context(), cfg, w, c.OutOrStdout(), c.ErrOrStderr())
 }

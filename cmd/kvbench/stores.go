@@ -9,9 +9,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/coopkv/coopkv/cmd/internal/bench"
 	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/cmd/internal/slowdisk"
-	"github.com/coopkv/coopkv/cmd/kvbench/bench"
 	"github.com/coopkv/coopkv/kv"
 )
 
