@@ -15,7 +15,7 @@ import (
 // help and its own flags, bound to it, and no arguments. When called it
 // runs run(c, w); usage wraps the errors in how it was called (an
 // argument, a flag it could not parse), so that the binary can give them
-// an exit status of their own. kvbench and kv/tikv's kvbench-tikv build
+// an exit status of their own. kvbench and kvbench-tikv build
 // their workload subcommands with it, so a workload reads the same on
 // both.
 func Command(w Workload, run func(c *cobra.Command, w Workload) error, usage func(error) error) *cobra.Command {
