@@ -100,7 +100,10 @@ func (r reader) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := g.Get(ctx, r.s.ks.key(key))
+	cctx, stop := clientCtx(ctx) // a lock met is resolved with write requests
+	defer stop()
+	e, err := g.Get(cctx, r.s.ks.key(key))
+	err = doneErr(ctx, err)
 	if tikverr.IsErrNotFound(err) {
 		return nil, kv.ErrNotFound
 	}
@@ -142,7 +145,10 @@ func (r reader) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	got, err := g.BatchGet(ctx, tkeys)
+	cctx, stop := clientCtx(ctx) // a lock met is resolved with write requests
+	defer stop()
+	got, err := g.BatchGet(cctx, tkeys)
+	err = doneErr(ctx, err)
 	if err != nil {
 		return nil, fmt.Errorf("tikv: multiget of %d keys: %w", len(keys), storeErr(err))
 	}

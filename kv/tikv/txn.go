@@ -228,8 +228,10 @@ func (t *txn) Commit(ctx context.Context) error {
 		return fmt.Errorf("tikv: commit: %w", err)
 	}
 	rq.txn(t.kt)
-	if err := t.kt.LockKeysWithWaitTime(ctx, ckv.LockNoWait, t.readKeys()...); err != nil {
-		return fmt.Errorf("tikv: commit: locking the keys read: %w", storeErr(err))
+	cctx, stop := clientCtx(ctx)
+	defer stop()
+	if err := t.kt.LockKeysWithWaitTime(cctx, ckv.LockNoWait, t.readKeys()...); err != nil {
+		return fmt.Errorf("tikv: commit: locking the keys read: %w", storeErr(doneErr(ctx, err)))
 	}
 	if err := s.commitTxn(ctx, t.kt, rq); err != nil {
 		return fmt.Errorf("tikv: commit: %w", storeErr(err))
@@ -269,13 +271,19 @@ func (t *txn) end() {
 // Until then those keys hold locks that their next reader or writer must
 // wait for or resolve — the retry of a conflicting Txn first of all. (The
 // store's goroutine pool, client-go's default, always starts that work.)
+// When ctx is done the commit ends with ctx's error at client-go's next
+// step, and commitTxn waits for nothing more: the background work goes on
+// under client-go's own context. client-go sees ctx's deadline as a
+// cancellation (see clientCtx).
 func (s *Store) commitTxn(ctx context.Context, kt *transaction.KVTxn, rq request) error {
 	var bg sync.WaitGroup
 	kt.SetBackgroundGoroutineLifecycleHooks(transaction.LifecycleHooks{Pre: func() { bg.Add(1) }, Post: bg.Done})
 	defer s.client.track(kt.StartTS(), rq)()
-	err := kt.Commit(ctx)
-	bg.Wait()
-	return err
+	cctx, stop := clientCtx(ctx)
+	defer stop()
+	err := kt.Commit(cctx)
+	waitBackground(ctx, &bg)
+	return doneErr(ctx, err)
 }
 
 // txnRows merges a scan of the Txn's snapshot with its buffered writes in

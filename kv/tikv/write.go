@@ -22,7 +22,11 @@ import (
 // try. A DeleteRange deletes the range's keys one by one inside the
 // transaction, atomically, up to Options.MaxDeleteRangeKeys keys for the
 // whole batch; past it Write fails with ErrRangeTooLarge and writes
-// nothing. Write fails with ctx.Err() if ctx is done before it starts.
+// nothing. Write fails with ctx.Err() if ctx is done before it starts,
+// and with ctx's error (wrapped) if ctx ends during its commit: nothing
+// was written if it ended during the prewrite, while if it met the
+// primary key's commit in flight the outcome is unknown (the package's
+// README, "A commit whose context ends").
 func (s *Store) Write(ctx context.Context, b *kv.Batch) error {
 	if err := s.enter(); err != nil {
 		return err
@@ -104,15 +108,19 @@ func (s *Store) writeOnce(ctx context.Context, rq request, ops []kv.BatchOp) (er
 	// secondary keys'): until they are done the keys hold locks that the
 	// next reader must resolve, and they are stamped with rq only while
 	// tracked.
+	// client-go sees ctx's deadline as a cancellation (see clientCtx);
+	// once ctx is done nothing more is waited for.
 	var bg sync.WaitGroup
 	txn.SetBackgroundGoroutineLifecycleHooks(transaction.LifecycleHooks{Pre: func() { bg.Add(1) }, Post: bg.Done})
 	defer s.client.track(txn.StartTS(), rq)()
-	if err = txn.Commit(ctx); err != nil {
+	cctx, stop := clientCtx(ctx)
+	defer stop()
+	if err = txn.Commit(cctx); err != nil {
 		// A background commit that failed to start never calls Post:
 		// waiting could last for ever.
-		return err
+		return doneErr(ctx, err)
 	}
-	bg.Wait()
+	waitBackground(ctx, &bg)
 	return nil
 }
 

@@ -1,0 +1,63 @@
+package tikv
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// clientCtx is ctx as client-go sees it: ctx's values, done when ctx is
+// done — by cancellation (context.Canceled), never by a deadline. Call
+// stop when the call is over.
+//
+// client-go's region request sender takes a write request (a prewrite,
+// a commit, a lock resolution) that failed with context.DeadlineExceeded
+// for a store that did not answer in time: it probes the store and,
+// unless the probe answers "reachable", marks the store unreachable and
+// its regions for reload (replicaSelector.onSendFailure); a request that
+// failed with context.Canceled it returns at once, as the caller's
+// choice (RegionRequestSender.onSendFail). On a cluster the probe finds
+// the store up; client-go's mock cluster answers no probe, so a caller's
+// deadline passing mid-commit made its only store unreachable for good:
+// every later request backed off on a pseudo epoch_not_match for 40 s,
+// then failed with "region unavailable". A caller's deadline says nothing
+// of the store's health, so client-go sees it as a cancellation.
+func clientCtx(ctx context.Context) (c context.Context, stop func()) {
+	if ctx.Done() == nil {
+		return ctx, func() {}
+	}
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(ctx, cancel)
+	return c, func() { unhook(); cancel() }
+}
+
+// doneErr is the error of a call that failed with err while its context
+// ctx was done: ctx's own error (client-go saw a cancellation, see
+// clientCtx), with what client-go said for detail. Else err.
+func doneErr(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", ctx.Err(), err)
+}
+
+// waitBackground waits for the background work of a transaction counted
+// by bg — the commits of its secondary keys, the rollback of what it
+// prewrote — or for ctx to be done, whichever comes first: that work runs
+// under the client-go store's own context and ends by itself (or at the
+// store's Close), so a caller whose context is done need not wait for it.
+func waitBackground(ctx context.Context, bg *sync.WaitGroup) {
+	if ctx.Done() == nil {
+		bg.Wait()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		bg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
