@@ -308,8 +308,9 @@ func (q *MLFQ) maybePrune(now time.Duration) {
 	q.cur = make(map[uint64]time.Duration)
 }
 
-// TrackedIDs is the number of task ids whose time is remembered.
-func (q *MLFQ) TrackedIDs() int {
+// trackedIDs is the number of task ids whose time is remembered (for
+// tests: the map is bounded).
+func (q *MLFQ) trackedIDs() int {
 	n := len(q.cur)
 	for id := range q.old {
 		if _, ok := q.cur[id]; !ok {

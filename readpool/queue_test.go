@@ -142,7 +142,7 @@ func TestMLFQ_PruneDropsIdleIDs(t *testing.T) {
 	}
 	charge(1, 200*ms)
 	charge(2, 200*ms)
-	require.Equal(t, 2, q.TrackedIDs())
+	require.Equal(t, 2, q.trackedIDs())
 
 	// One swap: both survive in the old generation; id 2 stays active.
 	now = 11 * time.Second
@@ -155,7 +155,7 @@ func TestMLFQ_PruneDropsIdleIDs(t *testing.T) {
 	charge(2, ms)
 	assert.Equal(t, 0, q.LevelOf(&Entry{TaskID: 1}))
 	assert.Equal(t, 2, q.LevelOf(&Entry{TaskID: 2}))
-	assert.Equal(t, 1, q.TrackedIDs())
+	assert.Equal(t, 1, q.trackedIDs())
 }
 
 // runShares keeps every level busy with tasks of the given step lengths for

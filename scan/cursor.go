@@ -145,11 +145,11 @@ func (c *Cursor) BatchRows() int { return c.rows }
 // size or MaxBatchBytes (at least one row), and doubles the batch size for
 // the next call. It returns the rows and bytes read. Between calls the
 // iterator rests on the last row emitted; the next call moves past it.
-func (c *Cursor) Fill(b *Batch) (rows, bytes int64, err error) { return c.FillUnless(b, nil) }
+func (c *Cursor) Fill(b *Batch) (rows, bytes int64, err error) { return c.fillUnless(b, nil) }
 
 // Preempter says whether the step reading a batch should end it early, for
 // more urgent work ([readpool.StepContext] is one).
-type Preempter interface{ Preempted() bool }
+type preempter interface{ Preempted() bool }
 
 // preemptEvery is how many rows a batch reads between looks at its
 // Preempter: a look is an atomic load; 64 rows of 100 bytes take a few µs.
@@ -158,7 +158,7 @@ const preemptEvery = 64
 // FillUnless is Fill that ends the batch early, after a multiple of
 // preemptEvery rows, once p says more urgent work waits (p may be nil).
 // The batch then holds fewer rows than asked; the scan goes on from there.
-func (c *Cursor) FillUnless(b *Batch, p Preempter) (rows, bytes int64, err error) {
+func (c *Cursor) fillUnless(b *Batch, p preempter) (rows, bytes int64, err error) {
 	b.reset()
 	if c.done {
 		return 0, 0, nil

@@ -7,7 +7,7 @@
 //
 // A consumer reads a scan through a [Source], which owns the [Cursor] and,
 // if there is one, the task: [Spawn] runs the cursor as a read-pool task
-// streaming through a [Stream] ([Pooled]); [NewDirect] fills batches on the
+// streaming through a buffer of batches ([Pooled]); [NewDirect] fills batches on the
 // goroutine that asks for them ([Direct]) — a store without a pool, or an
 // executor that already runs inside a pool step. Both end at once on Close,
 // and can be ended from outside with an error (End), e.g. by the store
@@ -25,7 +25,7 @@
 //
 // # Reserve before produce
 //
-// A [Task] takes a free slot of its [Stream] before it reads the next batch
+// A scan's task takes a free slot of its buffer before it reads the next batch
 // (DataFusion's reserve-before-poll): with none free it returns Pending and
 // the consumer's next read wakes it. A stream of N slots holds at most N
 // batches — filled, being filled, or being read — never N+1.

@@ -101,7 +101,7 @@ func TestSpec_Validate(t *testing.T) {
 }
 
 // spawnScan starts a full scan of n keys on a one-worker pool.
-func spawnScan(t *testing.T, n int) (*Cursor, *Stream, *readpool.Handle) {
+func spawnScan(t *testing.T, n int) (*Cursor, *stream, *readpool.Handle) {
 	t.Helper()
 	db := openPebble(t, n, 8)
 	p, err := readpool.New(readpool.Options{Workers: 1})
@@ -109,8 +109,8 @@ func spawnScan(t *testing.T, n int) (*Cursor, *Stream, *readpool.Handle) {
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	c, err := NewCursor(db, Spec{})
 	require.NoError(t, err)
-	s := NewStream(2)
-	h, err := p.Spawn(context.Background(), NewTask(c, s), readpool.SpawnOptions{})
+	s := newStream(2)
+	h, err := p.Spawn(context.Background(), newTask(c, s), readpool.SpawnOptions{})
 	require.NoError(t, err)
 	return c, s, h
 }
@@ -175,11 +175,11 @@ func TestCursor_MaxBatchCapsGrowth(t *testing.T) {
 	assert.Equal(t, []int{32, 64, 100, 100, 100, 100, 4}, sizes)
 }
 
-// preempter says "urgent work waits" from its after-th look on, and counts
+// testPreempter says "urgent work waits" from its after-th look on, and counts
 // its looks.
-type preempter struct{ looks, after int }
+type testPreempter struct{ looks, after int }
 
-func (p *preempter) Preempted() bool { p.looks++; return p.looks > p.after }
+func (p *testPreempter) Preempted() bool { p.looks++; return p.looks > p.after }
 
 func TestCursor_FillUnlessEndsABatchForUrgentWork(t *testing.T) {
 	db := openPebble(t, 5000, 8)
@@ -195,21 +195,21 @@ func TestCursor_FillUnlessEndsABatchForUrgentWork(t *testing.T) {
 	read := 32 + 64 + 128 + 256 + 512
 	// Urgent work from the third look on: the batch ends at 3 × 64 rows,
 	// and the scan goes on from the next key, losing nothing.
-	p := &preempter{after: 2}
-	rows, _, err := c.FillUnless(&b, p)
+	p := &testPreempter{after: 2}
+	rows, _, err := c.fillUnless(&b, p)
 	require.NoError(t, err)
 	assert.EqualValues(t, 3*preemptEvery, rows)
 	assert.Equal(t, 3, p.looks, "one look per 64 rows")
 	assert.Equal(t, fmt.Sprintf("k%06d", read), string(b.Key(0)))
 	read += int(rows)
 	// Nobody urgent: a whole batch.
-	rows, _, err = c.FillUnless(&b, &preempter{after: 1 << 30})
+	rows, _, err = c.fillUnless(&b, &testPreempter{after: 1 << 30})
 	require.NoError(t, err)
 	assert.EqualValues(t, MaxBatchRows, rows)
 	assert.Equal(t, fmt.Sprintf("k%06d", read), string(b.Key(0)))
 	read += int(rows)
 	for !c.Done() {
-		n, _, err := c.FillUnless(&b, nil)
+		n, _, err := c.fillUnless(&b, nil)
 		require.NoError(t, err)
 		require.Equal(t, fmt.Sprintf("k%06d", read), string(b.Key(0)))
 		read += int(n)

@@ -60,8 +60,8 @@ func TestSpawn_ShortScanRunsInlineInOneStep(t *testing.T) {
 }
 
 func TestTask_WaitingIsTheConsumers(t *testing.T) {
-	s := NewStream(0)
-	task := NewTask(nil, s)
+	s := newStream(0)
+	task := newTask(nil, s)
 	assert.False(t, task.Waiting())
 	s.mu.Lock()
 	s.waiting = true

@@ -58,7 +58,7 @@ var errClosed = errors.New("scan closed by its consumer")
 // batches when the pool says so. Its cursor's iterator pins one snapshot
 // across every yield.
 type Pooled struct {
-	s   *Stream
+	s   *stream
 	h   *readpool.Handle
 	cur *Batch // the batch the consumer holds; touched only by Next
 	// end is set by the first Close or End, so that Next stops at once
@@ -82,8 +82,8 @@ func Spawn(ctx context.Context, p *readpool.Pool, c *Cursor, o readpool.SpawnOpt
 	if ShortLimit(c.spec.Limit) {
 		o.Inline = true
 	}
-	s := NewStream(DefaultBuffer)
-	h, err := p.Spawn(ctx, NewTask(c, s), o)
+	s := newStream(DefaultBuffer)
+	h, err := p.Spawn(ctx, newTask(c, s), o)
 	if err != nil {
 		// The pool did not take the task, so its Done will not run.
 		_ = c.Close()

@@ -14,7 +14,7 @@ const DefaultBuffer = 2
 // Stream is the bounded buffer between a scan task and its consumer. It has
 // N slots; a batch holds one from the moment the task reserves it (before
 // reading) until the consumer moves past it. The consumer is one goroutine.
-type Stream struct {
+type stream struct {
 	mu          sync.Mutex
 	slots       int
 	held        int // reserved slots: filling, ready, or being read
@@ -42,31 +42,31 @@ type Stream struct {
 const pullBelow = 16 * time.Microsecond
 
 // NewStream returns a stream of n slots (DefaultBuffer when n <= 0).
-func NewStream(n int) *Stream {
+func newStream(n int) *stream {
 	if n <= 0 {
 		n = DefaultBuffer
 	}
-	return &Stream{slots: n, notify: make(chan struct{}, 1), finished: make(chan struct{})}
+	return &stream{slots: n, notify: make(chan struct{}, 1), finished: make(chan struct{})}
 }
 
 // StreamStats describes a stream's buffering.
-type StreamStats struct {
+type streamStats struct {
 	Slots   int `json:"slots"`
 	Held    int `json:"held"`     // batches held now
 	MaxHeld int `json:"max_held"` // the most ever held at once
 }
 
 // Stats returns the stream's buffering figures.
-func (s *Stream) Stats() StreamStats {
+func (s *stream) Stats() streamStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return StreamStats{Slots: s.slots, Held: s.held, MaxHeld: s.maxHeld}
+	return streamStats{Slots: s.slots, Held: s.held, MaxHeld: s.maxHeld}
 }
 
 // reserve takes a free slot and a batch for it, or, with none free, records
 // that the task waits and returns nil: the task then returns Pending, and
 // the consumer's release wakes it (a wake during the step is kept).
-func (s *Stream) reserve(sc *readpool.StepContext) *Batch {
+func (s *stream) reserve(sc *readpool.StepContext) *Batch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held >= s.slots {
@@ -90,7 +90,7 @@ func (s *Stream) reserve(sc *readpool.StepContext) *Batch {
 var batches = sync.Pool{New: func() any { return new(Batch) }}
 
 // unreserve gives back a slot that produced nothing.
-func (s *Stream) unreserve(b *Batch) {
+func (s *stream) unreserve(b *Batch) {
 	s.mu.Lock()
 	s.held--
 	s.free = append(s.free, b)
@@ -98,7 +98,7 @@ func (s *Stream) unreserve(b *Batch) {
 }
 
 // publish hands a filled batch to the consumer.
-func (s *Stream) publish(b *Batch) {
+func (s *stream) publish(b *Batch) {
 	s.mu.Lock()
 	s.ready = append(s.ready, b)
 	wake := s.waiting
@@ -109,7 +109,7 @@ func (s *Stream) publish(b *Batch) {
 	}
 }
 
-func (s *Stream) signal() {
+func (s *stream) signal() {
 	select {
 	case s.notify <- struct{}{}:
 	default:
@@ -117,7 +117,7 @@ func (s *Stream) signal() {
 }
 
 // finish records the end of the task; err is nil for a complete scan.
-func (s *Stream) finish(err error) {
+func (s *stream) finish(err error) {
 	s.mu.Lock()
 	s.done = true
 	s.err = err
@@ -137,7 +137,7 @@ func (s *Stream) finish(err error) {
 // left to read, and the consumer steps the task itself when the pool has
 // a worker idle and nothing queued, so that a fast reader pays for no
 // hand-off at all.
-func (s *Stream) Next(prev *Batch) (*Batch, error) {
+func (s *stream) Next(prev *Batch) (*Batch, error) {
 	var now time.Time
 	s.mu.Lock()
 	if prev != nil {
@@ -179,7 +179,7 @@ func (s *Stream) Next(prev *Batch) (*Batch, error) {
 
 // wakeTask wakes the task waiting for a slot. Called and returns with mu
 // held, which it drops for the wake.
-func (s *Stream) wakeTask() {
+func (s *stream) wakeTask() {
 	w := s.taskWaiting
 	s.taskWaiting, s.hasWaiting = readpool.Waker{}, false
 	s.mu.Unlock()
@@ -189,7 +189,7 @@ func (s *Stream) wakeTask() {
 
 // take returns the first ready batch, or nil and the scan's error at the
 // end, and releases mu.
-func (s *Stream) take(now time.Time) (*Batch, error) {
+func (s *stream) take(now time.Time) (*Batch, error) {
 	defer s.mu.Unlock()
 	if len(s.ready) > 0 {
 		b := s.ready[0]
@@ -213,4 +213,4 @@ func (s *Stream) take(now time.Time) (*Batch, error) {
 }
 
 // Finished is closed once the task has ended and released its iterator.
-func (s *Stream) Finished() <-chan struct{} { return s.finished }
+func (s *stream) Finished() <-chan struct{} { return s.finished }

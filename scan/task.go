@@ -6,19 +6,19 @@ import (
 
 // Task is a scan as a read-pool task: it steps a Cursor and streams its
 // batches through a Stream.
-type Task struct {
+type task struct {
 	c   *Cursor
-	s   *Stream
+	s   *stream
 	err error // a read error, delivered when the task ends
 }
 
 // NewTask returns a task that reads c into s. The task owns c: it closes it
 // when it ends, however it ends.
-func NewTask(c *Cursor, s *Stream) *Task { return &Task{c: c, s: s} }
+func newTask(c *Cursor, s *stream) *task { return &task{c: c, s: s} }
 
 // Step implements readpool.Task: before each batch it asks whether to
 // yield, then reserves a slot, and only then reads.
-func (t *Task) Step(sc *readpool.StepContext) readpool.Status {
+func (t *task) Step(sc *readpool.StepContext) readpool.Status {
 	for {
 		if sc.ShouldYield() {
 			return readpool.Yield
@@ -30,7 +30,7 @@ func (t *Task) Step(sc *readpool.StepContext) readpool.Status {
 		// A batch ends early when urgent work waits (a Get queued behind
 		// this step): it then waits for 64 rows, not up to 1,024. So does
 		// one that outlives the step's slice on a slow disk (Overdue).
-		rows, bytes, err := t.c.FillUnless(b, unitEnd{sc})
+		rows, bytes, err := t.c.fillUnless(b, unitEnd{sc})
 		sc.Charge(rows, bytes)
 		if err != nil {
 			t.s.unreserve(b)
@@ -50,7 +50,7 @@ func (t *Task) Step(sc *readpool.StepContext) readpool.Status {
 
 // Waiting implements readpool.Awaited: whether the consumer waits for a
 // batch, so that the worker whose step ends the scan gives it its P.
-func (t *Task) Waiting() bool {
+func (t *task) Waiting() bool {
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
 	return t.s.waiting
@@ -58,7 +58,7 @@ func (t *Task) Waiting() bool {
 
 // Done implements readpool.Task: it closes the iterator and ends the stream
 // with the scan's error, or with err when the pool ended the task early.
-func (t *Task) Done(err error) {
+func (t *task) Done(err error) {
 	if cerr := t.c.Close(); cerr != nil && t.err == nil {
 		t.err = cerr
 	}
