@@ -1,6 +1,9 @@
 package coproc
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Codec errors. Every error that [Decode], [DecodeResponse], [DecodeRow]
 // return for bad bytes matches [ErrMalformed]; the finer sentinels below
@@ -63,7 +66,8 @@ var (
 	// request that cannot run: an unknown op, a wrong number of args, an
 	// unknown aggregate, OrderBy without Limit, and the like.
 	ErrInvalidRequest = errors.New("coproc: invalid request")
-	// ErrInvalidRange is returned for a range whose start is after its end.
+	// ErrInvalidRange is returned, as a *RangeError, for a range whose
+	// start is after its end.
 	ErrInvalidRange = errors.New("coproc: invalid range")
 	// ErrBadRow fails a request that meets, in its ranges, a stored value
 	// that is not a row (a msgpack map); the error names the key.
@@ -77,3 +81,19 @@ var (
 	// ErrOverflow fails a sum of integers that overflows int64.
 	ErrOverflow = errors.New("coproc: integer overflow")
 )
+
+// RangeError is a request's range whose start is after its end: it is
+// ErrInvalidRange (errors.Is), and Detail says which range, for a caller
+// that words the error its own way.
+type RangeError struct {
+	Index      int // in Request.Ranges
+	Start, End []byte
+}
+
+// Detail names the range and what is wrong with it.
+func (e *RangeError) Detail() string {
+	return fmt.Sprintf("Ranges[%d] [%q, %q): start after end", e.Index, e.Start, e.End)
+}
+
+func (e *RangeError) Error() string        { return ErrInvalidRange.Error() + ": " + e.Detail() }
+func (e *RangeError) Is(target error) bool { return target == ErrInvalidRange }

@@ -38,7 +38,7 @@ func (r *Request) validate() error {
 	}
 	for i, kr := range r.Ranges {
 		if kr.Start != nil && kr.End != nil && bytes.Compare(kr.Start, kr.End) > 0 {
-			errs = append(errs, fmt.Errorf("%w: Ranges[%d] [%q, %q): start after end", ErrInvalidRange, i, kr.Start, kr.End))
+			errs = append(errs, &RangeError{Index: i, Start: kr.Start, End: kr.End})
 			continue
 		}
 		if i > 0 {

@@ -97,6 +97,7 @@ func bound(b []byte, open string) string {
 // storeErr replaces an inner package's error by the store's own.
 func storeErr(err error) error {
 	var pe *readpool.PanicError
+	var re *coproc.RangeError
 	switch {
 	case errors.As(err, &pe):
 		return &panicError{pe}
@@ -104,9 +105,9 @@ func storeErr(err error) error {
 		return ErrBusy
 	case errors.Is(err, readpool.ErrClosed):
 		return ErrClosed
-	case errors.Is(err, coproc.ErrInvalidRange):
+	case errors.As(err, &re):
 		// coproc's words name the range: keep them, not its prefix.
-		return &invalidRangeError{inner: err, detail: strings.TrimPrefix(err.Error(), coproc.ErrInvalidRange.Error()+": ")}
+		return &invalidRangeError{inner: err, detail: re.Detail()}
 	case errors.Is(err, scan.ErrInvalidRange):
 		// scanError names the range already.
 		return &invalidRangeError{inner: err, detail: "start after end"}

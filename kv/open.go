@@ -113,7 +113,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 // (diskFS.Lock) — into ErrLocked, keeping the cause's words.
 func lockErr(err error) error {
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || errors.Is(err, errLockedHere) {
-		return fmt.Errorf("%w (%v)", ErrLocked, err)
+		return fmt.Errorf("%w: %w", ErrLocked, err) // both stay reachable
 	}
 	return err
 }
