@@ -2,11 +2,9 @@ package kv
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 )
@@ -147,29 +145,41 @@ func (t *dbTxn) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) 
 	t.reads.addRange(span{start: start, end: end})
 	i := len(t.reads.ranges) - 1
 	t.mu.Unlock()
-	return NewIterator(&txnRows{t: t, under: u, own: own, limit: so.Limit, reverse: so.Reverse, span: i, start: start, end: end}, opts)
-}
-
-// ownKV is a buffered write in key order, for a scan.
-type ownKV struct {
-	key string
-	w   txnWrite
+	// The range counts as read whole, unless the scan stops early: then as
+	// far as the last key it returned (none: nothing). Under t.mu, as
+	// Close may end the scan from another goroutine.
+	var last []byte
+	hooks := MergeHooks{
+		Row: func(key []byte, _ bool) {
+			t.mu.Lock()
+			last = append(last[:0], key...)
+			t.mu.Unlock()
+		},
+		End: func(complete bool) {
+			if !complete {
+				t.mu.Lock()
+				t.narrow(i, last, so.Reverse)
+				t.mu.Unlock()
+			}
+		},
+	}
+	return NewIterator(MergeOwnWrites(u, own, so.Limit, so.Reverse, hooks), opts)
 }
 
 // ownIn returns the buffered writes in [start, end), in the scan's order.
-func (t *dbTxn) ownIn(start, end []byte, reverse bool) []ownKV {
-	var own []ownKV
+func (t *dbTxn) ownIn(start, end []byte, reverse bool) []OwnWrite {
+	var own []OwnWrite
 	in := span{start: start, end: end}
 	for k, w := range t.writes {
 		if in.contains([]byte(k)) {
-			own = append(own, ownKV{k, w})
+			own = append(own, OwnWrite{Key: []byte(k), Value: w.val, Delete: w.del})
 		}
 	}
-	slices.SortFunc(own, func(a, b ownKV) int {
+	slices.SortFunc(own, func(a, b OwnWrite) int {
 		if reverse {
-			return cmp.Compare(b.key, a.key)
+			return bytes.Compare(b.Key, a.Key)
 		}
-		return cmp.Compare(a.key, b.key)
+		return bytes.Compare(a.Key, b.Key)
 	})
 	return own
 }
@@ -249,6 +259,7 @@ func (t *dbTxn) release() {
 
 // narrow records, t.mu held, that the scan of range i read only up to
 // last (inclusive; nil: no key at all), as it stopped before its end.
+// Keys are never empty, so a last key is never nil.
 func (t *dbTxn) narrow(i int, last []byte, reverse bool) {
 	r := &t.reads.ranges[i]
 	switch {
@@ -260,111 +271,3 @@ func (t *dbTxn) narrow(i int, last []byte, reverse bool) {
 		r.end = append(bytes.Clone(last), 0) // just past last
 	}
 }
-
-// txnRows merges a scan of the Txn's snapshot with its own writes in the
-// range: its own write of a key wins, its own deletion hides the key.
-type txnRows struct {
-	t          *dbTxn
-	under      *Iterator
-	uValid     bool // under holds a row not yet merged
-	uDone      bool
-	own        []ownKV
-	oi         int
-	limit      int
-	reverse    bool
-	span       int    // the scan's range in t.reads
-	start, end []byte // the range, for its words in errors
-	// Under t.mu: the rows returned, the last key, and whether the scan
-	// has ended (its read range then fixed).
-	n        int
-	last     []byte
-	finished bool
-}
-
-func (r *txnRows) Next() (key, value []byte, err error) {
-	for {
-		if r.limit > 0 && r.n == r.limit {
-			r.stop()
-			return nil, nil, io.EOF
-		}
-		if !r.uValid && !r.uDone {
-			if r.under.Next() {
-				r.uValid = true
-			} else if err := r.under.Err(); err != nil {
-				return nil, nil, err
-			} else {
-				r.uDone = true
-			}
-		}
-		haveOwn := r.oi < len(r.own)
-		if !r.uValid && !haveOwn {
-			r.complete() // every key of the range was seen
-			return nil, nil, io.EOF
-		}
-		c := 1 // > 0: own comes first
-		if r.uValid && haveOwn {
-			c = bytes.Compare(r.under.Key(), []byte(r.own[r.oi].key))
-			if r.reverse {
-				c = -c
-			}
-		} else if r.uValid {
-			c = -1
-		}
-		if c < 0 {
-			r.uValid = false
-			r.emit(r.under.Key())
-			return r.under.Key(), r.under.Value(), nil
-		}
-		if c == 0 {
-			r.uValid = false // the own write replaces it
-		}
-		o := r.own[r.oi]
-		r.oi++
-		if o.w.del {
-			continue
-		}
-		k := []byte(o.key)
-		r.emit(k)
-		return k, o.w.val, nil
-	}
-}
-
-// emit counts a row returned. Under t.mu, as Close may narrow the range
-// from another goroutine.
-func (r *txnRows) emit(key []byte) {
-	r.t.mu.Lock()
-	r.n++
-	r.last = append(r.last[:0], key...)
-	r.t.mu.Unlock()
-}
-
-// complete marks the scan read to its end: the whole range counts.
-func (r *txnRows) complete() {
-	r.t.mu.Lock()
-	r.finished = true
-	r.t.mu.Unlock()
-}
-
-// stop ends the scan before its end, narrowing its read range to the rows
-// returned; once.
-func (r *txnRows) stop() {
-	r.t.mu.Lock()
-	if !r.finished {
-		r.finished = true
-		var last []byte
-		if r.n > 0 {
-			last = r.last
-		}
-		r.t.narrow(r.span, last, r.reverse)
-	}
-	r.t.mu.Unlock()
-	_ = r.under.Close()
-}
-
-func (r *txnRows) Close() error {
-	r.stop()
-	return nil
-}
-
-// Stats is the snapshot scan's.
-func (r *txnRows) Stats() ReadStats { return r.under.Stats() }

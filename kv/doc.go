@@ -39,7 +39,8 @@
 // (package kv/tikv; a test double). A backend builds kv's own [Iterator],
 // [Snapshot] and [Batch] through the driver surface — [NewIterator] over
 // its [Rows], [NewSnapshotFrom] over its [SnapshotBackend], [NewTxnFrom]
-// over its [TxnBackend], [Batch.Ops] to apply a batch — and proves itself with the conformance suite,
+// over its [TxnBackend] (with [MergeOwnWrites] to merge a transaction's
+// writes into its scans), [Batch.Ops] to apply a batch — and proves itself with the conformance suite,
 // kvtest.Run.
 //
 // # Caveats

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 
@@ -121,24 +120,25 @@ func (t *txn) Scan(ctx context.Context, start, end []byte, opts *kv.ScanOptions)
 	start, end = bytes.Clone(start), bytes.Clone(end) // the rows read them later
 	own, err := t.ownIn(start, end, so.Reverse)
 	if err != nil {
-		return kv.NewIterator(&txnRows{err: scanErr(start, end, err)}, opts)
+		return kv.NewIterator(failedRows{scanErr(start, end, err)}, opts)
 	}
 	under := so
 	if under.Limit > 0 {
 		under.Limit += len(own) // enough rows however many of them own replaces
 	}
 	u := t.r.Scan(ctx, start, end, &under)
-	return kv.NewIterator(&txnRows{t: t, under: u, own: own, limit: so.Limit, reverse: so.Reverse}, opts)
-}
-
-// ownWrite is a buffered write, for a scan.
-type ownWrite struct {
-	key, val []byte // the user's key and value
-	del      bool
+	// Every key the snapshot's scan returns is read; the Txn's own rows
+	// are checked as its writes.
+	hooks := kv.MergeHooks{Row: func(key []byte, fromSnapshot bool) {
+		if fromSnapshot {
+			t.markRead(key)
+		}
+	}}
+	return kv.NewIterator(kv.MergeOwnWrites(u, own, so.Limit, so.Reverse, hooks), opts)
 }
 
 // ownIn copies the buffered writes in [start, end), in the scan's order.
-func (t *txn) ownIn(start, end []byte, reverse bool) (own []ownWrite, err error) {
+func (t *txn) ownIn(start, end []byte, reverse bool) (own []kv.OwnWrite, err error) {
 	lo, hi := t.s.ks.bounds(start, end)
 	buf := t.kt.GetMemBuffer()
 	var it tikv.Iterator
@@ -162,17 +162,17 @@ func (t *txn) ownIn(start, end []byte, reverse bool) (own []ownWrite, err error)
 }
 
 // ownWrite is a copy of the buffered write of k (a store key) as v.
-func (t *txn) ownWrite(k, v []byte) (ownWrite, error) {
+func (t *txn) ownWrite(k, v []byte) (kv.OwnWrite, error) {
 	k, err := t.s.ks.userKey(k)
 	if err != nil {
-		return ownWrite{}, err
+		return kv.OwnWrite{}, err
 	}
-	w := ownWrite{key: bytes.Clone(k), del: len(v) == 0} // a deletion is an empty value
-	if !w.del {
+	w := kv.OwnWrite{Key: bytes.Clone(k), Delete: len(v) == 0} // a deletion is an empty value
+	if !w.Delete {
 		if v, err = decodeValue(k, v); err != nil {
-			return ownWrite{}, err
+			return kv.OwnWrite{}, err
 		}
-		w.val = bytes.Clone(v)
+		w.Value = bytes.Clone(v)
 	}
 	return w, nil
 }
@@ -286,89 +286,8 @@ func (s *Store) commitTxn(ctx context.Context, kt *transaction.KVTxn, rq request
 	return doneErr(ctx, err)
 }
 
-// txnRows merges a scan of the Txn's snapshot with its buffered writes in
-// the range: its own write of a key wins, its own deletion hides the key.
-// Every key the snapshot's scan returns to the caller is marked read.
-type txnRows struct {
-	t       *txn
-	under   *kv.Iterator
-	own     []ownWrite
-	limit   int
-	reverse bool
+// failedRows are the rows of a scan that could not start.
+type failedRows struct{ err error }
 
-	mu     sync.Mutex // Close may come from another goroutine
-	uValid bool       // under holds a row not yet merged
-	uDone  bool
-	oi     int // the next of own
-	n      int // rows returned
-	err    error
-}
-
-// Next implements kv.Rows.
-func (r *txnRows) Next() (key, value []byte, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err != nil {
-		return nil, nil, r.err
-	}
-	for {
-		if r.limit > 0 && r.n == r.limit {
-			r.stop()
-			return nil, nil, io.EOF
-		}
-		if !r.uValid && !r.uDone {
-			if r.under.Next() {
-				r.uValid = true
-			} else if err := r.under.Err(); err != nil {
-				return nil, nil, err
-			} else {
-				r.uDone = true
-			}
-		}
-		haveOwn := r.oi < len(r.own)
-		if !r.uValid && !haveOwn {
-			return nil, nil, io.EOF
-		}
-		c := 1 // > 0: own comes first
-		if r.uValid && haveOwn {
-			c = bytes.Compare(r.under.Key(), r.own[r.oi].key)
-			if r.reverse {
-				c = -c
-			}
-		} else if r.uValid {
-			c = -1
-		}
-		if c < 0 {
-			r.uValid = false
-			r.n++
-			r.t.markRead(r.under.Key())
-			return r.under.Key(), r.under.Value(), nil
-		}
-		if c == 0 {
-			r.uValid = false // the own write replaces it, and is checked as a write
-		}
-		o := r.own[r.oi]
-		r.oi++
-		if o.del {
-			continue
-		}
-		r.n++
-		return o.key, o.val, nil
-	}
-}
-
-// stop ends the scan: Next returns io.EOF from now on.
-func (r *txnRows) stop() {
-	r.uValid, r.uDone, r.oi = false, true, len(r.own)
-	if r.under != nil {
-		_ = r.under.Close()
-	}
-}
-
-// Close implements kv.Rows.
-func (r *txnRows) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stop()
-	return nil
-}
+func (r failedRows) Next() ([]byte, []byte, error) { return nil, nil, r.err }
+func (r failedRows) Close() error                  { return nil }
