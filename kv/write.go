@@ -14,7 +14,13 @@ import (
 
 // Set stores value under key, on the caller's goroutine; synced unless
 // NoSync. The store keeps its own copy of both.
-func (db *DB) Set(key, value []byte) error {
+func (db *DB) Set(key, value []byte) error { return db.writeKey("set", key, value, false) }
+
+// Delete removes key; deleting a missing key is not an error.
+func (db *DB) Delete(key []byte) error { return db.writeKey("delete", key, nil, true) }
+
+// writeKey is Set, or Delete with del; op names it in errors.
+func (db *DB) writeKey(op string, key, value []byte, del bool) error {
 	if len(key) == 0 {
 		return db.closedOr(ErrEmptyKey)
 	}
@@ -24,40 +30,19 @@ func (db *DB) Set(key, value []byte) error {
 	defer db.exitWrite(false)
 	gen := db.beforeWrite(key)
 	var err error
-	if db.oracle.recording.Load() {
-		err = db.applyOne(key, value, false)
-	} else {
+	switch {
+	case db.oracle.recording.Load():
+		err = db.applyOne(key, value, del)
+	case del:
+		err = db.pdb.Delete(key, db.wopts)
+	default:
 		err = db.pdb.Set(key, value, db.wopts)
 	}
 	if err := db.committed(err); err != nil {
 		db.writeFailed(key, gen)
-		return fmt.Errorf("kv: set %q: %w", key, err)
+		return fmt.Errorf("kv: %s %q: %w", op, key, err)
 	}
-	db.written(key, value, false, gen)
-	return nil
-}
-
-// Delete removes key; deleting a missing key is not an error.
-func (db *DB) Delete(key []byte) error {
-	if len(key) == 0 {
-		return db.closedOr(ErrEmptyKey)
-	}
-	if err := db.enterWrite(); err != nil {
-		return err
-	}
-	defer db.exitWrite(false)
-	gen := db.beforeWrite(key)
-	var err error
-	if db.oracle.recording.Load() {
-		err = db.applyOne(key, nil, true)
-	} else {
-		err = db.pdb.Delete(key, db.wopts)
-	}
-	if err := db.committed(err); err != nil {
-		db.writeFailed(key, gen)
-		return fmt.Errorf("kv: delete %q: %w", key, err)
-	}
-	db.written(key, nil, true, gen)
+	db.written(key, value, del, gen)
 	return nil
 }
 
