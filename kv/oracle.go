@@ -55,6 +55,12 @@ type oracle struct {
 	seed         maphash.Seed
 	written      [oracleStripes]atomic.Uint64
 	rangeWritten atomic.Uint64
+
+	// The commits waiting for the group being committed (commitGrouped),
+	// and whether one is.
+	qmu     sync.Mutex
+	queue   []*commitReq
+	leading bool
 }
 
 // oracleStripes is the number of stripes of written: 32 KiB.
@@ -150,31 +156,92 @@ func (db *DB) applyBatch(pb *pebble.Batch, ws func() writeSet, tx *txnCheck) err
 		}
 		return db.applyRecorded(pb, ws)
 	}
-	w := ws() // outside the lock
-	o.mu.Lock()
-	// Committed or not, the transaction is over: it leaves the log under
-	// this lock rather than take it again.
-	tx.ended = true
-	if o.log.conflicts(tx.start, tx.reads) {
-		o.endLocked(tx.start)
-		o.mu.Unlock()
-		return ErrConflict
-	}
-	o.sequenced(&w, o.log.record(w)) // kept: the committing transaction is open
-	var err error
-	if db.wopts.Sync {
-		err = db.pdb.ApplyNoSyncWait(pb, db.wopts)
-	} else {
-		err = db.pdb.Apply(pb, db.wopts)
-	}
-	o.endLocked(tx.start)
-	o.mu.Unlock()
-	if err == nil && db.wopts.Sync {
-		err = pb.SyncWait() // outside the lock: commits share fsyncs
-	}
-	return err
+	return db.commitGrouped(&commitReq{pb: pb, w: ws(), tx: tx, done: make(chan struct{})})
 }
 
+// commitReq is a transaction's commit waiting for the group it joins.
+type commitReq struct {
+	pb   *pebble.Batch
+	w    writeSet
+	tx   *txnCheck
+	err  error
+	done chan struct{} // closed once the group is applied
+}
+
+// commitGrouped commits r with the commits that wait beside it: the first
+// to find no group being committed leads — it checks each waiting commit
+// in turn under the lock, records those without a conflict, and applies
+// them as one Pebble batch, in the order they were checked — while the
+// others wait for it. One pass through Pebble's commit pipeline then
+// serves a group, where each commit took one under the lock before.
+func (db *DB) commitGrouped(r *commitReq) error {
+	o := &db.oracle
+	o.qmu.Lock()
+	o.queue = append(o.queue, r)
+	if o.leading {
+		o.qmu.Unlock()
+		<-r.done
+		return r.err
+	}
+	o.leading = true
+	for {
+		group := o.queue
+		o.queue = nil
+		o.qmu.Unlock()
+		db.commitGroup(group)
+		o.qmu.Lock()
+		if len(o.queue) == 0 {
+			o.leading = false
+			o.qmu.Unlock()
+			return r.err
+		}
+	}
+}
+
+// commitGroup checks, records and applies group, and wakes its commits.
+func (db *DB) commitGroup(group []*commitReq) {
+	o := &db.oracle
+	var merged *pebble.Batch
+	var accepted []*commitReq
+	o.mu.Lock()
+	for _, r := range group {
+		// Committed or not, the transaction is over: it leaves the log
+		// under this lock rather than take it again.
+		r.tx.ended = true
+		if o.log.conflicts(r.tx.start, r.tx.reads) {
+			r.err = ErrConflict
+			o.endLocked(r.tx.start)
+			continue
+		}
+		o.sequenced(&r.w, o.log.record(r.w)) // kept: its transaction is open
+		o.endLocked(r.tx.start)
+		if merged == nil {
+			merged = r.pb
+		} else if err := merged.Apply(r.pb, nil); err != nil {
+			r.err = err // not written; its record only costs others a conflict
+			continue
+		}
+		accepted = append(accepted, r)
+	}
+	var err error
+	if merged != nil {
+		if db.wopts.Sync {
+			err = db.pdb.ApplyNoSyncWait(merged, db.wopts)
+		} else {
+			err = db.pdb.Apply(merged, db.wopts)
+		}
+	}
+	o.mu.Unlock()
+	if err == nil && merged != nil && db.wopts.Sync {
+		err = merged.SyncWait() // outside the lock: commits share fsyncs
+	}
+	for _, r := range accepted {
+		r.err = err
+	}
+	for _, r := range group {
+		close(r.done)
+	}
+}
 // applyRecorded is a plain write while recording: sequenced and recorded
 // under the lock, applied after it, so that plain writes insert into the
 // memtable side by side. Order is kept where it matters: a transaction's

@@ -460,3 +460,57 @@ func TestTxn_GetFromRowCache(t *testing.T) {
 	assert.Equal(t, "new", string(v))
 	assert.Equal(t, hits, db.cache.hits.Load(), "a range deletion since the start: no hit is trusted")
 }
+
+// TestTxn_GroupCommitChecksInOrder: two commits in one group, each having
+// read the key the other writes, are checked in turn under the lock — the
+// second sees the first's record — so exactly one commits, and the store
+// holds its value.
+func TestTxn_GroupCommitChecksInOrder(t *testing.T) {
+	ctx := context.Background()
+	db := openTxnTest(t, nil)
+	require.NoError(t, db.Set([]byte("k"), []byte("0")))
+	o := &db.oracle
+	o.qmu.Lock()
+	o.leading = true // both commits queue as followers; this test leads
+	o.qmu.Unlock()
+	type result struct {
+		v   string
+		err error
+	}
+	results := make(chan result, 2)
+	for _, v := range []string{"1", "2"} {
+		tx := mustTxn(t, db)
+		_, err := tx.Get(ctx, []byte("k"))
+		require.NoError(t, err)
+		require.NoError(t, tx.Set([]byte("k"), []byte(v)))
+		go func() { results <- result{v, tx.Commit(ctx)} }()
+	}
+	var group []*commitReq
+	require.Eventually(t, func() bool {
+		o.qmu.Lock()
+		defer o.qmu.Unlock()
+		if len(o.queue) < 2 {
+			return false
+		}
+		group, o.queue, o.leading = o.queue, nil, false
+		return true
+	}, 5*time.Second, time.Millisecond)
+	db.commitGroup(group)
+	var winner string
+	var conflicts int
+	for range 2 {
+		switch r := <-results; {
+		case r.err == nil:
+			winner = r.v
+		case errors.Is(r.err, ErrConflict):
+			conflicts++
+		default:
+			t.Fatal(r.err)
+		}
+	}
+	assert.Equal(t, 1, conflicts, "the second of the group saw the first's write")
+	require.NotEmpty(t, winner, "one commits")
+	v, err := db.Get(ctx, []byte("k"))
+	require.NoError(t, err)
+	assert.Equal(t, winner, string(v), "the store holds the committed value only")
+}
