@@ -242,6 +242,7 @@ func (db *DB) commitGroup(group []*commitReq) {
 		close(r.done)
 	}
 }
+
 // applyRecorded is a plain write while recording: sequenced and recorded
 // under the lock, applied after it, so that plain writes insert into the
 // memtable side by side. Order is kept where it matters: a transaction's
