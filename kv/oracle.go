@@ -21,14 +21,16 @@ import (
 // as off is still in flight, unseen by the transaction's snapshot and
 // unrecorded — and from then on every write takes oracle.mu. A
 // transaction's commit is checked, recorded and applied to Pebble's
-// memtable and WAL buffer under the lock, so that commit order and WAL
+// memtable and WAL buffer under the lock, with the commits that wait
+// beside it in one batch (commitGrouped), so that commit order and WAL
 // order agree, and the fsync is waited for after it (Pebble's
 // ApplyNoSyncWait), so syncs still group. A plain write, which read
 // nothing, is only sequenced and recorded under the lock and applied after
 // it, beside other plain writes (applyRecorded). A transaction's start is
 // taken under the lock, its snapshot just after (beginTxn).
 //
-// Locks are taken in the order DB.mu, DB.writeMu, oracle.mu.
+// Locks are taken in the order DB.mu, DB.writeMu, oracle.qmu (let go
+// before the next), oracle.mu.
 
 // recordingLinger is how long writes go on recording after the last
 // transaction ended: long enough that a loop of short transactions does
