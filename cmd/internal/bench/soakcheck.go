@@ -61,8 +61,7 @@ func (s *soakRun) checkAll(ctx context.Context) error {
 	next := 0 // the first key not yet compared
 	missing := func(upTo int) {
 		for ; next < upTo; next++ {
-			k := &s.m.keys[next]
-			if want := k.val.Load(); want != nil && k.seq.Load()%2 == 0 {
+			if want, ok := s.m.keys[next].known(); ok && want != nil {
 				s.fail(classScan, "full check, key %s: the store has %s, the model %s",
 					soakKeyBytes(nil, next), describeSoakValue(nil, false), describeModel(want))
 			}
@@ -75,12 +74,12 @@ func (s *soakRun) checkAll(ctx context.Context) error {
 			continue
 		}
 		missing(n)
-		k := &s.m.keys[n]
 		next = n + 1
-		if k.seq.Load()%2 != 0 {
+		want, ok := s.m.keys[n].known()
+		if !ok {
 			continue // unknown after a failed write
 		}
-		if want := k.val.Load(); want == nil || !bytes.Equal(v, want.row) {
+		if want == nil || !bytes.Equal(v, want.row) {
 			s.fail(classScan, "full check, key %s: the store has %s, the model %s",
 				key, describeSoakValue(v, true), describeModel(want))
 		}

@@ -72,10 +72,7 @@ func (s *soakRun) writer(i, n int) client {
 			}
 		}
 		for _, w := range ws {
-			k := &s.m.keys[w.n]
-			if seq := k.seq.Load(); seq%2 == 0 {
-				k.seq.Store(seq + 1)
-			}
+			s.m.keys[w.n].writing()
 		}
 		// One write or several, a batch: kv.Store writes only batches.
 		b := s.e.db.NewBatch()
@@ -90,9 +87,7 @@ func (s *soakRun) writer(i, n int) client {
 			return classUpdate, err // the keys stay odd: unknown until rewritten
 		}
 		for _, w := range ws {
-			k := &s.m.keys[w.n]
-			k.val.Store(w.val)
-			k.seq.Add(1)
+			s.m.keys[w.n].written(w.val)
 		}
 		return classUpdate, nil
 	})
@@ -108,13 +103,13 @@ func (s *soakRun) getter(stream int) client {
 		n := r.IntN(s.o.keys)
 		key := soakKeyBytes(nil, n)
 		k := &s.m.keys[n]
-		before := k.seq.Load()
+		before := k.stamp()
 		got, err := s.e.db.Get(ctx, key)
 		if err != nil && !errors.Is(err, kv.ErrNotFound) {
 			return classGet, err
 		}
-		want := k.val.Load()
-		if k.seq.Load() != before || before%2 != 0 {
+		want, ok := k.since(before)
+		if !ok {
 			return classGet, nil // a write overlapped: nothing to check
 		}
 		present := err == nil
@@ -146,7 +141,7 @@ func (s *soakRun) scanner(stream int) client {
 			o.Limit = 1 + r.IntN(hi-lo)
 		}
 		for i := lo; i < hi; i++ {
-			seqs[i-lo] = s.m.keys[i].seq.Load()
+			seqs[i-lo] = s.m.keys[i].stamp()
 		}
 		start, end := soakRange(lo, hi, s.o.keys)
 		type row struct {
@@ -191,9 +186,8 @@ func (s *soakRun) scanner(stream int) client {
 			got[rw.n] = rw.val
 		}
 		for i := cLo; i < cHi; i++ {
-			k := &s.m.keys[i]
-			want := k.val.Load()
-			if k.seq.Load() != seqs[i-lo] || seqs[i-lo]%2 != 0 {
+			want, ok := s.m.keys[i].since(seqs[i-lo])
+			if !ok {
 				continue
 			}
 			v, present := got[i]
@@ -216,7 +210,7 @@ func (s *soakRun) aggregator(stream int) client {
 		lo := r.IntN(s.o.keys)
 		hi := min(lo+1+r.IntN(soakMaxCop), s.o.keys)
 		for i := lo; i < hi; i++ {
-			seqs[i-lo] = s.m.keys[i].seq.Load()
+			seqs[i-lo] = s.m.keys[i].stamp()
 		}
 		start, end := soakRange(lo, hi, s.o.keys)
 		resp, err := s.e.db.Coprocessor(ctx, &coproc.Request{
@@ -229,9 +223,8 @@ func (s *soakRun) aggregator(stream int) client {
 		}
 		var n, sum int64
 		for i := lo; i < hi; i++ {
-			k := &s.m.keys[i]
-			v := k.val.Load()
-			if k.seq.Load() != seqs[i-lo] || seqs[i-lo]%2 != 0 {
+			v, ok := s.m.keys[i].since(seqs[i-lo])
+			if !ok {
 				return classCop, nil // a write overlapped: nothing to check
 			}
 			if v != nil {

@@ -25,6 +25,38 @@ type soakKey struct {
 	val atomic.Pointer[soakValue]
 }
 
+// The seqlock's transitions and reads, each in one place.
+
+// writing marks a write of the key in flight (its writer only).
+func (k *soakKey) writing() {
+	if seq := k.seq.Load(); seq%2 == 0 {
+		k.seq.Store(seq + 1)
+	}
+}
+
+// written settles the key at v after its write succeeded (its writer
+// only); a failed write leaves it odd, unknown until rewritten.
+func (k *soakKey) written(v *soakValue) {
+	k.val.Store(v)
+	k.seq.Add(1)
+}
+
+// stamp is what a reader notes before it reads the store.
+func (k *soakKey) stamp() uint64 { return k.seq.Load() }
+
+// since returns the model's value and whether it may be checked: true
+// only if no write was in flight at stamp and none ran since.
+func (k *soakKey) since(stamp uint64) (*soakValue, bool) {
+	v := k.val.Load()
+	return v, k.seq.Load() == stamp && stamp%2 == 0
+}
+
+// known returns the model's value and whether it is known (no failed
+// write left it odd); for the full check, which pauses the writers.
+func (k *soakKey) known() (*soakValue, bool) {
+	return k.val.Load(), k.seq.Load()%2 == 0
+}
+
 // soakValue is a value of the soak: a coprocessor row naming its key,
 // with an amount the aggregates sum.
 type soakValue struct {
