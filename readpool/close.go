@@ -42,7 +42,7 @@ func (p *Pool) Close() error {
 	for w := p.slots.unparkOneLocked(); w != nil; w = p.slots.unparkOneLocked() {
 		signal(w)
 	}
-	spares := p.wakeSparesForCloseLocked()
+	spares := p.spares.unparkAllLocked()
 	idle := p.wakeIdleExtrasForCloseLocked()
 	p.mu.Unlock()
 	for _, w := range spares {
@@ -53,8 +53,7 @@ func (p *Pool) Close() error {
 	}
 
 	for _, h := range ended {
-		p.complete(h, ErrClosed, &p.completedOff)
-		p.recycle(h)
+		p.end(h, ErrClosed, &p.completedOff)
 	}
 	close(p.quit)
 	p.wg.Wait()

@@ -53,17 +53,13 @@ func (w Waker) StepHere() bool {
 		return true
 	case stop != nil:
 		// Cancelled or out of time a moment ago: popLocked completed it.
-		p.complete(h, stop, &wk.lent.stats.completed)
-		p.recycle(h)
+		p.end(h, stop, &wk.lent.stats.completed)
 		p.giveBack(wk)
 		return true
 	}
 	s := &wk.lent
 	s.stats.here.Add(1)
-	r := p.step(s, h, now, false)
-	if r.finished() {
-		p.completeStep(s, h, &r)
-	}
+	r, _ := p.runStep(s, h, now, false)
 	p.mu.Lock()
 	p.fileLentLocked(wk, h, &r)
 	return true

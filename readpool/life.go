@@ -141,13 +141,28 @@ func (p *Pool) abort(h *Handle, gen uint64, err error) bool {
 		p.mu.Unlock()
 		return false
 	}
-	// Close waits for completions made off the workers.
+	p.endOffLocked(h, err)
+	return true
+}
+
+// end ends h for good: complete, then recycle (the last touch), counting it
+// in completed. A task a step ended is the exception: completeStep ends it
+// on the stepping goroutine, and fileLocked recycles it after the queue's
+// accounting, under the next lock.
+func (p *Pool) end(h *Handle, err error, completed *atomic.Int64) {
+	p.complete(h, err, completed)
+	p.recycle(h)
+}
+
+// endOffLocked ends h, which the caller took out of every list under
+// p.mu, off the workers: on the goroutine that found it must end (a
+// spawner, a cancel, a context's end). It releases p.mu. Close waits for
+// such ends (Pool.ending), so the count is taken before the lock goes.
+func (p *Pool) endOffLocked(h *Handle, err error) {
 	p.ending.Add(1)
 	p.mu.Unlock()
-	p.complete(h, err, &p.completedOff)
-	p.recycle(h)
+	p.end(h, err, &p.completedOff)
 	p.ending.Done()
-	return true
 }
 
 // complete ends a task: the caller has moved it to COMPLETED and taken it

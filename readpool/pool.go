@@ -239,14 +239,11 @@ type Pool struct {
 	closed   bool
 	waiting  Handle // sentinel of the list of WAITING tasks
 	waitingN int
-	running  int // tasks taken from the queue (or adopted after an inline step) whose step has not been filed
-	extras   int // the extra workers awake (blocking.go)
-	// spares are the spare workers (see spare.go); spareParked those of
-	// them asleep, LIFO.
-	spares      []*worker
-	spareParked []*worker
-	urgent      UrgentPopper // q, when it is one and spares run
-	batcher     Batcher      // q, when it is one: workers take batches (local.go)
+	running  int          // tasks taken from the queue (or adopted after an inline step) whose step has not been filed
+	extras   int          // the extra workers awake (blocking.go)
+	spares   spares       // the spare workers (spare.go)
+	urgent   UrgentPopper // q, when it is one and spares run
+	batcher  Batcher      // q, when it is one: workers take batches (local.go)
 	// extraWorkers are the live extra workers, whose figures Stats adds
 	// to the workers' until they retire into retired.
 	extraWorkers map[*worker]struct{}
@@ -353,7 +350,7 @@ func New(opts Options) (*Pool, error) {
 		go p.work(w)
 	}
 	p.startSpares()
-	p.rule = newExtraRule(&p.opts, len(p.spares))
+	p.rule = newExtraRule(&p.opts, len(p.spares.workers))
 	p.slackPolicy = defaultSlackPolicy(p.rule.maxExtras)
 	p.wg.Add(1)
 	go func() {

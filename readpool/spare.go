@@ -23,9 +23,46 @@ package readpool
 // over between steps: it sleeps when urgent work runs out, and sleeping
 // gives the P to the callers it readied.
 //
-// The protocol, under Pool.mu: a spare is in spareParked exactly while it
-// sleeps or is about to; whoever takes it off the list sends it one wake-up
-// token (w.wake, capacity 1), as for workers.
+// The protocol, under Pool.mu: a spare is on spares.parked exactly while
+// it sleeps or is about to; whoever takes it off the list sends it one
+// wake-up token (w.wake, capacity 1), as for workers (slots.go).
+
+// spares are the spare workers and which of them sleep: slots' shape,
+// without the lending (a spare's slot is never lent).
+type spares struct {
+	workers []*worker // fixed when the pool starts
+	parked  []*worker // under Pool.mu: asleep or about to be, LIFO
+}
+
+// parkLocked puts the spare w on the list before it sleeps.
+func (ss *spares) parkLocked(w *worker) {
+	w.parked = true
+	ss.parked = append(ss.parked, w)
+}
+
+// unparkOneLocked takes the most recently parked spare off the list, for
+// the caller to signal after unlocking; nil if none.
+func (ss *spares) unparkOneLocked() *worker {
+	n := len(ss.parked)
+	if n == 0 {
+		return nil
+	}
+	w := ss.parked[n-1]
+	ss.parked = ss.parked[:n-1]
+	w.parked = false
+	return w
+}
+
+// unparkAllLocked takes every sleeping spare off the list, for Close to
+// signal: each sees the pool closed and exits.
+func (ss *spares) unparkAllLocked() []*worker {
+	ws := ss.parked
+	ss.parked = nil
+	for _, w := range ws {
+		w.parked = false
+	}
+	return ws
+}
 
 // startSpares starts the spare workers, if the queue can pop urgent work
 // alone.
@@ -37,7 +74,7 @@ func (p *Pool) startSpares() {
 	p.urgent = up
 	for range max(p.opts.Spares, 0) {
 		w := &worker{wake: make(chan struct{}, 1)}
-		p.spares = append(p.spares, w)
+		p.spares.workers = append(p.spares.workers, w)
 		p.wg.Add(1)
 		go p.workSpare(w)
 	}
@@ -55,14 +92,10 @@ func (p *Pool) startSpares() {
 // for every queued Get cost C 11.1–11.6 → 12.6–16.7 µs CPU/op and 170–178 k
 // → 110–163 k ops/s.
 func (p *Pool) wakeSpareLocked() *worker {
-	n := len(p.spareParked)
-	if n == 0 || p.longLive.Load() == 0 || p.urgent.Urgent() == 0 {
+	if len(p.spares.parked) == 0 || p.longLive.Load() == 0 || p.urgent.Urgent() == 0 {
 		return nil
 	}
-	w := p.spareParked[n-1]
-	p.spareParked = p.spareParked[:n-1]
-	w.parked = false
-	return w
+	return p.spares.unparkOneLocked()
 }
 
 // spareRun bounds how long a spare steps urgent work back to back before it
@@ -75,22 +108,20 @@ const spareRun = defaultHandoffDelay
 func (p *Pool) workSpare(w *worker) {
 	defer p.wg.Done()
 	s := &w.own
-	var last *Handle
-	var r stepResult
+	var last filedStep // the step to file at the next lock
 	now := p.now()
 	awake := now // when it last woke
 	for {
 		p.mu.Lock()
-		if last != nil {
-			h := last
-			last = nil
+		if h := last.h; h != nil {
+			last.h = nil
 			// A task it stepped that goes on is queued for whoever is free:
 			// it may have left level 0, and a parked worker must hear of it.
-			if wk, stop := p.fileLocked(h, &r, true); wk != nil || stop != nil {
+			if wk, stop := p.fileLocked(h, &last.r, true); wk != nil || stop != nil {
 				p.mu.Unlock()
 				signal(wk)
 				if stop != nil {
-					p.endStopped(s, h, stop)
+					p.end(h, stop, &s.stats.completed)
 				}
 				p.mu.Lock()
 			}
@@ -110,13 +141,12 @@ func (p *Pool) workSpare(w *worker) {
 		}
 		if stop != nil {
 			p.mu.Unlock()
-			p.endStopped(s, h, stop)
+			p.end(h, stop, &s.stats.completed)
 			now = p.now()
 			continue
 		}
 		if h == nil {
-			w.parked = true
-			p.spareParked = append(p.spareParked, w)
+			p.spares.parkLocked(w)
 			p.mu.Unlock()
 			<-w.wake
 			now = p.now()
@@ -124,22 +154,8 @@ func (p *Pool) workSpare(w *worker) {
 			continue
 		}
 		p.mu.Unlock()
-		r = p.step(s, h, now, true)
-		if r.finished() {
-			p.completeStep(s, h, &r)
-		}
-		last = h
-		now = r.end
+		last.h = h
+		last.r, _ = p.runStep(s, h, now, true)
+		now = last.r.end
 	}
-}
-
-// wakeSparesForCloseLocked wakes every sleeping spare so that it sees the
-// pool closed and exits.
-func (p *Pool) wakeSparesForCloseLocked() []*worker {
-	ws := p.spareParked
-	p.spareParked = nil
-	for _, w := range ws {
-		w.parked = false
-	}
-	return ws
 }

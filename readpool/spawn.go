@@ -72,11 +72,7 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 		// The context ended since we looked.
 		h.abort(h.gen, stateQueued)
 		p.dropped.Add(1)
-		p.ending.Add(1)
-		p.mu.Unlock()
-		p.complete(h, err, &p.completedOff)
-		p.recycle(h)
-		p.ending.Done()
+		p.endOffLocked(h, err)
 		return h, nil
 	}
 	w := p.pushLocked(h, now, true)
@@ -117,12 +113,8 @@ func (p *Pool) spawnDone(h *Handle, err error) (*Handle, error) {
 	p.spawned++
 	p.accept(h)
 	p.dropped.Add(1)
-	p.ending.Add(1)
-	p.mu.Unlock()
 	h.markCompleted()
-	p.complete(h, err, &p.completedOff)
-	p.recycle(h)
-	p.ending.Done()
+	p.endOffLocked(h, err)
 	return h, nil
 }
 
@@ -140,9 +132,9 @@ func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
 	s.stats.inline.Add(1)
 	now := p.now()
 	h.e.enqueued = now
-	r := p.step(s, h, now, false)
+	r, _ := p.runStep(s, h, now, false)
 	if r.finished() {
-		p.completeStep(s, h, &r)
+		// Never adopted: nothing to file (fileLocked would recycle it).
 		p.recycle(h)
 		p.returnSlot(w)
 		return h, nil
@@ -164,8 +156,7 @@ func (p *Pool) fileLentLocked(w *worker, h *Handle, r *stepResult) {
 	signal(wk)
 	if stop != nil {
 		// Close waits for this slot (giveBack below), so for this Done too.
-		p.complete(h, stop, &w.lent.stats.completed)
-		p.recycle(h)
+		p.end(h, stop, &w.lent.stats.completed)
 	}
 	p.returnSlot(w)
 }

@@ -115,14 +115,14 @@ func (p *Pool) Stats() Stats {
 			}
 		}
 	}
-	for _, w := range p.spares {
+	for _, w := range p.spares.workers {
 		s.SpareSteps += w.own.stats.steps.Load()
 		agg.add(&w.own.stats)
 		if w.own.stepStart.Load() != 0 {
 			s.Busy++
 		}
 	}
-	s.Spares = len(p.spares)
+	s.Spares = len(p.spares.workers)
 	p.mu.Lock()
 	agg.add(&p.retired)
 	for w := range p.extraWorkers {

@@ -116,9 +116,23 @@ func (r *stepResult) elapsed() time.Duration { return r.end - r.start }
 // finished reports whether the step ended its task.
 func (r *stepResult) finished() bool { return r.perr != nil || r.status == Ready }
 
+// runStep is how every goroutine steps a task — a worker, a spare, and a
+// caller in a lent slot (an inline first step, StepHere): one step of h
+// (POLLING, the caller's) on slot s from pool time now, then, if the step
+// ended the task, its completion (completeStep), on this goroutine and off
+// the lock. readied is completeStep's. Filing the step with the queue
+// (fileLocked) is left to the caller, at its next lock: a worker files a
+// batch of steps under one.
+func (p *Pool) runStep(s *slot, h *Handle, now time.Duration, gosched bool) (r stepResult, readied bool) {
+	r = p.step(s, h, now, gosched)
+	if r.finished() {
+		readied = p.completeStep(s, h, &r)
+	}
+	return r, readied
+}
+
 // step runs one step of h, which the caller owns (POLLING), on slot w from
-// pool time start, and records its figures. Filing the task afterwards is
-// the caller's: completeStep for a finished task, fileLocked otherwise.
+// pool time start, and records its figures (see runStep).
 func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool) stepResult {
 	e := &h.e
 	wait := start - e.enqueued

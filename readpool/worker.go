@@ -162,8 +162,7 @@ func (p *Pool) work(w *worker) {
 			if a := ho.before(h.short && !h.stepped); a != keepP {
 				now = p.giveP(s, a)
 			}
-			r := p.step(s, h, now, true)
-			readied := r.finished() && p.completeStep(s, h, &r)
+			r, readied := p.runStep(s, h, now, true)
 			filed = append(filed, filedStep{h, r})
 			h = nil
 			// The end of one step is the start of the next pop: one clock
@@ -207,15 +206,8 @@ func unstepped(now time.Duration) stepResult {
 // endAll ends the stopped tasks off the lock, counting them on slot s.
 func (p *Pool) endAll(s *slot, stops []stopped) {
 	for _, st := range stops {
-		p.endStopped(s, st.h, st.err)
+		p.end(st.h, st.err, &s.stats.completed)
 	}
-}
-
-// endStopped ends h, popped but not to be stepped (see popLocked), off the
-// lock, counting it as completed on slot s.
-func (p *Pool) endStopped(s *slot, h *Handle, stop error) {
-	p.complete(h, stop, &s.stats.completed)
-	p.recycle(h)
 }
 
 // park puts w, under p.mu (which it releases), on the parked list, spins a
