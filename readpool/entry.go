@@ -26,6 +26,14 @@ type Entry struct {
 	Short bool
 	// Elapsed is the step time this task (not its id) has used so far.
 	Elapsed time.Duration
+	// Rows is the rows its steps charged so far (StepContext.Charge).
+	Rows int64
+	// Demoted runs the task at the queue's lowest priority (a Governor's
+	// Verdict.Demote): the MLFQ's last level, resource control's low class.
+	Demoted bool
+	// Governed is the Governor's own, e.g. what it has counted the task
+	// as; zero at spawn.
+	Governed uint64
 	// Tag is the spawner's opaque extra (SpawnOptions.Tag), e.g. a
 	// resource group resolved once at spawn.
 	Tag any
@@ -45,7 +53,10 @@ type Entry struct {
 
 	// Set by the pool when the entry is queued, for its wait time.
 	enqueued time.Duration
-	h        *Handle
+	// maxWait is SpawnOptions.MaxQueueWait, estimate the wait the pool
+	// estimated at spawn: kept to count how often it was right.
+	maxWait, estimate time.Duration
+	h                 *Handle
 
 	// Container links, owned by whichever EntryList or EntryHeap holds it.
 	prev, next *Entry

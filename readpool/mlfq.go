@@ -118,6 +118,9 @@ func (q *MLFQ) elapsed(e *Entry) time.Duration {
 
 // LevelOf reports the level e would be queued at now.
 func (q *MLFQ) LevelOf(e *Entry) int {
+	if e.Demoted {
+		return len(q.levels) - 1
+	}
 	if e.Fixed {
 		return min(max(e.FixedLevel, 0), len(q.levels)-1)
 	}
@@ -138,6 +141,9 @@ func (q *MLFQ) active(i int) bool { return q.queued(i) > 0 || q.running[i] > 0 }
 // id goes through the queue: its level depends on the id's time, which
 // only the queue's lock may read.
 func (q *MLFQ) MayInline(e *Entry) bool {
+	if e.Demoted {
+		return false
+	}
 	if (e.Fixed && e.FixedLevel <= 0) || (!e.Fixed && e.TaskID == 0 && e.Elapsed < q.opts.Thresholds[0]) {
 		e.Class = 0
 		return true
@@ -192,6 +198,23 @@ func (q *MLFQ) admit(e *Entry) int {
 	}
 	e.Level = lv
 	return lv
+}
+
+// Ahead implements QueuePosition: a fresh point read waits only for the
+// point reads queued before it, another fresh task for all fresh ones, a
+// level-0 task that has run for level 0; a lower level's task shares the
+// workers with every level, so for all that is queued.
+func (q *MLFQ) Ahead(e *Entry) int {
+	lv := q.LevelOf(e)
+	switch {
+	case lv > 0:
+		return q.Len()
+	case q.elapsed(e) > 0:
+		return q.queued(0)
+	case e.Short:
+		return q.points.Len()
+	}
+	return q.points.Len() + q.fresh.Len()
 }
 
 // Pop implements Queue: the non-empty level furthest behind its share.

@@ -47,6 +47,9 @@ type Options struct {
 	Queue Queue
 	// Accountant, when set, is charged after every step (resource control).
 	Accountant Accountant
+	// Governor, when set, sees every task's totals after each step and may
+	// demote or stop it from its next step (runaway reads).
+	Governor Governor
 	// Spares is the number of spare workers beyond Workers that step only
 	// the queue's urgent work (UrgentPopper: the MLFQ's point reads), and
 	// only while every worker is busy; 0 = 1 when the queue is an
@@ -198,6 +201,13 @@ type SpawnOptions struct {
 	// caller its P, so that under a closed loop of readers one hand-off
 	// serves several; before any other task it hands the P over at once.
 	Short bool
+	// Demoted starts the task at the queue's lowest priority (Entry.Demoted):
+	// a read a Governor's watch has caught before its first step.
+	Demoted bool
+	// MaxQueueWait, when positive, refuses the task at once with a
+	// *BusyError when its estimated wait for its first step exceeds it
+	// (Pool.EstimateWait): a caller that would rather fail fast than wait.
+	MaxQueueWait time.Duration
 }
 
 // Pool is a bounded pool of workers that step tasks chosen by its Queue.
@@ -260,6 +270,7 @@ type Pool struct {
 	closedFlag   atomic.Bool  // mirrors closed for lock-free fast paths
 	completedOff atomic.Int64 // tasks ended off the workers' step path
 	rejected     atomic.Int64
+	waits        waitStats // tasks with a MaxQueueWait (estimate.go)
 	cancelled    atomic.Int64
 	dropped      atomic.Int64
 	panicked     atomic.Int64

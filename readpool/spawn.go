@@ -36,7 +36,7 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 		h = p.handles.Get().(*Handle)
 	}
 	h.t, h.ctx, h.short = t, ctx, o.Short
-	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Short: o.Short, Tag: o.Tag, h: h}
+	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Short: o.Short, Tag: o.Tag, Demoted: o.Demoted, maxWait: o.MaxQueueWait, h: h}
 	if err := ctx.Err(); err != nil {
 		return p.spawnDone(h, err)
 	}
@@ -84,7 +84,8 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 // admitLocked says whether the pool takes one more task: not after Close,
 // and not with MaxTasks queued (ready) or running — or as the queue says,
 // when it is an Admitter. Tasks the queue holds back and tasks waiting for a
-// wake do not count (tikv #18491).
+// wake do not count (tikv #18491). A task with a MaxQueueWait is refused,
+// with its estimate, when the estimate exceeds it.
 func (p *Pool) admitLocked(e *Entry) error {
 	if p.closed {
 		return ErrClosed
@@ -97,6 +98,13 @@ func (p *Pool) admitLocked(e *Entry) error {
 	} else if p.running+p.q.Len() >= p.opts.MaxTasks {
 		p.rejected.Add(1)
 		return ErrBusy
+	}
+	if e.maxWait > 0 {
+		e.estimate = p.estimateLocked(e)
+		if e.estimate > e.maxWait {
+			p.waits.refused.Add(1)
+			return &BusyError{EstimatedWait: e.estimate}
+		}
 	}
 	p.spawned++
 	return nil

@@ -43,7 +43,9 @@ type Stats struct {
 	Dropped      int64 `json:"dropped"`
 	Panicked     int64 `json:"panicked"`
 	RejectedBusy int64 `json:"rejected_busy"`
-	Inline       int64 `json:"inline"` // first steps run on the caller's goroutine
+	// Waits is how estimated waits served tasks with a MaxQueueWait.
+	Waits  WaitStats `json:"waits"`
+	Inline int64     `json:"inline"` // first steps run on the caller's goroutine
 	// Bypassed counts reads served on the caller's goroutine without a
 	// task (Pool.Bypass: row-cache hits); they are in Spawned and
 	// Completed too.
@@ -152,6 +154,7 @@ func (p *Pool) Stats() Stats {
 	s.Dropped = p.dropped.Load()
 	s.Panicked = p.panicked.Load()
 	s.RejectedBusy = p.rejected.Load()
+	s.Waits = p.waits.snapshot()
 	s.Steps = agg.steps.Load()
 	s.Yields = agg.yields.Load()
 	s.Pendings = agg.pendings.Load()

@@ -148,6 +148,7 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool) stepR
 	first := !h.stepped
 	h.stepped = true
 	e.Elapsed += elapsed
+	e.Rows += sc.rows
 	if h.stats {
 		h.steps.Add(1)
 		h.wait.Add(int64(wait))
@@ -160,12 +161,19 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool) stepR
 	w.stats.steps.Add(1)
 	w.stats.wait.Record(wait)
 	w.stats.step.Record(elapsed)
+	w.avg.record(elapsed)
+	if first && e.maxWait > 0 {
+		p.waits.start(wait, e.maxWait, e.estimate)
+	}
 	if a := p.opts.Accountant; a != nil {
 		a.Charge(e, Usage{Exec: elapsed, Rows: sc.rows, Bytes: sc.bytes, First: first})
 	}
 	*sc = StepContext{} // the context is dead: drop references
 
 	r := stepResult{status: status, perr: perr, start: start, end: end}
+	if p.opts.Governor != nil && !r.finished() {
+		p.govern(h)
+	}
 	switch {
 	case r.finished():
 	case status == Yield:

@@ -16,6 +16,7 @@ type slot struct {
 	lastGosched time.Duration
 	stepStart   atomic.Int64
 	longFor     atomic.Int64
+	avg         stepAverage // for estimated waits (estimate.go)
 	stats       workerStats
 	_           [64]byte // keep slots of different goroutines off one cache line
 }

@@ -125,6 +125,9 @@ func (s *Scheduler) groupOf(e *readpool.Entry) *Group {
 // classFor is e's class: the request's own priority when it set a valid
 // one, else its group's.
 func classFor(e *readpool.Entry, cfg *GroupConfig) int {
+	if e.Demoted {
+		return classOf(PriorityLow) // a runaway read's cooldown
+	}
 	if p := Priority(e.Priority); p.Valid() {
 		return classOf(p)
 	}
@@ -149,6 +152,9 @@ func (s *Scheduler) MayInline(e *readpool.Entry) bool {
 // group's virtual time now plus its level's penalty.
 func (s *Scheduler) keyOf(e *readpool.Entry, g *Group, c int) uint64 {
 	lv := levelOf(e.Elapsed)
+	if e.Demoted {
+		lv = len(levelPenalty) - 1
+	}
 	e.Level = lv
 	vt := g.vtime.Load() + uint64(levelPenalty[lv])
 	return uint64(c)<<classShift | min(vt, maxVTime)

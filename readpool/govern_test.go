@@ -1,0 +1,174 @@
+package readpool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// verdictAfter is a Governor that returns v from the nth step of a task on,
+// and records the entries it saw.
+type verdictAfter struct {
+	mu     sync.Mutex
+	n      int
+	v      Verdict
+	levels []int
+	rows   []int64
+	calls  int
+}
+
+func (g *verdictAfter) Govern(e *Entry, _ Task) Verdict {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls++
+	g.levels = append(g.levels, e.Level)
+	g.rows = append(g.rows, e.Rows)
+	if g.calls >= g.n {
+		return g.v
+	}
+	return Verdict{}
+}
+
+// rowsTask charges 10 rows a step and yields, ending after steps steps.
+func rowsTask(steps int) (*funcTask, chan error) {
+	n := 0
+	return doneTask(func(sc *StepContext) Status {
+		sc.Charge(10, 100)
+		if n++; n == steps {
+			return Ready
+		}
+		return Yield
+	})
+}
+
+func TestGovernor_StopEndsTheTaskAtItsNextStep(t *testing.T) {
+	errRunaway := errors.New("runaway")
+	g := &verdictAfter{n: 2, v: Verdict{Stop: errRunaway}}
+	p := newPool(t, Options{Workers: 1, Governor: g})
+	task, done := rowsTask(100)
+	h, err := p.Spawn(context.Background(), task, SpawnOptions{})
+	require.NoError(t, err)
+	assert.ErrorIs(t, <-done, errRunaway)
+	assert.Equal(t, 2, h.Stats().Steps, "no step after the verdict")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	assert.Equal(t, []int64{10, 20}, g.rows, "the governor sees the task's rows so far")
+}
+
+func TestGovernor_StopEndsAWaitingTask(t *testing.T) {
+	errRunaway := errors.New("runaway")
+	p := newPool(t, Options{Workers: 1, Governor: &verdictAfter{n: 1, v: Verdict{Stop: errRunaway}}})
+	task, done := doneTask(func(*StepContext) Status { return Pending })
+	_, err := p.Spawn(context.Background(), task, SpawnOptions{})
+	require.NoError(t, err)
+	// Nobody wakes it: the verdict alone must end it.
+	assert.ErrorIs(t, <-done, errRunaway)
+	assert.Zero(t, p.Stats().Pending)
+}
+
+func TestGovernor_DemoteRunsTheTaskOnTheLastLevel(t *testing.T) {
+	g := &verdictAfter{n: 1, v: Verdict{Demote: true}}
+	p := newPool(t, Options{Workers: 1, Governor: g})
+	task, done := rowsTask(3)
+	_, err := p.Spawn(context.Background(), task, SpawnOptions{})
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	assert.Equal(t, []int{0, 2}, g.levels, "level 0 first, the last level once demoted (the last step ends the task and is not governed)")
+}
+
+func TestGovernor_NotCalledForTheStepThatEnds(t *testing.T) {
+	g := &verdictAfter{n: 1, v: Verdict{Stop: errors.New("runaway")}}
+	p := newPool(t, Options{Workers: 1, Governor: g})
+	task, done := rowsTask(1)
+	_, err := p.Spawn(context.Background(), task, SpawnOptions{})
+	require.NoError(t, err)
+	assert.NoError(t, <-done, "a task that ended in its step keeps its result")
+}
+
+func TestMLFQ_DemotedEntry(t *testing.T) {
+	q := NewMLFQ(MLFQOptions{})
+	e := &Entry{Demoted: true}
+	assert.Equal(t, 2, q.LevelOf(e))
+	assert.False(t, q.MayInline(e), "a demoted task does not overtake the queue")
+}
+
+func TestWaitEstimate(t *testing.T) {
+	const s = time.Millisecond
+	for _, c := range []struct {
+		ahead, free, workers int
+		want                 time.Duration
+	}{
+		{0, 1, 2, 0},           // a worker is free
+		{1, 2, 2, 0},           // free workers for everyone ahead and it
+		{0, 0, 1, s / 2},       // one busy worker, half through its step
+		{0, 0, 2, s / 3},       // the first of two ends sooner
+		{3, 0, 2, 3 * s / 2},   // its turn is the 4th end: 2 steps a worker less half
+		{10, 0, 1, 10*s + s/2}, // a queue of 10 steps before it
+		{2, 1, 2, s / 2},       // the free worker takes one; it is 2nd among the busy ends
+		{5, 0, 0, 0},           // no workers: no estimate
+	} {
+		assert.Equal(t, c.want, waitEstimate(c.ahead, c.free, c.workers, s), "%+v", c)
+	}
+}
+
+func TestMLFQ_Ahead(t *testing.T) {
+	q := NewMLFQ(MLFQOptions{})
+	for range 2 {
+		q.Push(&Entry{Short: true}, 0)
+	}
+	for range 3 {
+		q.Push(&Entry{}, 0)
+	}
+	q.Push(&Entry{Elapsed: time.Millisecond}, 0)      // level 0, has run
+	q.Push(&Entry{Elapsed: 10 * time.Millisecond}, 0) // level 1
+	assert.Equal(t, 2, q.Ahead(&Entry{Short: true}), "a point read waits for the point reads")
+	assert.Equal(t, 5, q.Ahead(&Entry{}), "a fresh task for every fresh one")
+	assert.Equal(t, 6, q.Ahead(&Entry{Elapsed: time.Millisecond}), "a level-0 task that has run for level 0")
+	assert.Equal(t, 7, q.Ahead(&Entry{Demoted: true}), "the last level for all")
+}
+
+func TestSpawn_MaxQueueWaitRefusesWithTheEstimate(t *testing.T) {
+	p := newPool(t, Options{Workers: 1, Spares: -1})
+	release := make(chan struct{})
+	blocker, blockerDone, started := blockingTask(release)
+	require.NoError(t, p.Go(context.Background(), blocker, SpawnOptions{}))
+	<-started // the only worker is busy
+	queued, queuedDone := readyTask()
+	require.NoError(t, p.Go(context.Background(), queued, SpawnOptions{}))
+
+	est := p.EstimateWait(SpawnOptions{})
+	assert.Positive(t, est, "one task ahead and the worker busy: not zero")
+
+	task, done := readyTask()
+	_, err := p.Spawn(context.Background(), task, SpawnOptions{MaxQueueWait: time.Nanosecond})
+	var be *BusyError
+	require.ErrorAs(t, err, &be)
+	assert.ErrorIs(t, err, ErrBusy)
+	assert.Equal(t, est, be.EstimatedWait)
+	select {
+	case <-done:
+		t.Fatal("a refused task must not run or end")
+	default:
+	}
+
+	admitted, admittedDone := readyTask()
+	_, err = p.Spawn(context.Background(), admitted, SpawnOptions{MaxQueueWait: time.Hour})
+	require.NoError(t, err)
+	close(release)
+	require.NoError(t, <-blockerDone)
+	require.NoError(t, <-queuedDone)
+	require.NoError(t, <-admittedDone)
+
+	w := p.Stats().Waits
+	assert.EqualValues(t, 1, w.Refused)
+	assert.EqualValues(t, 1, w.Started)
+	assert.EqualValues(t, 1, w.WithinLimit)
+	assert.Zero(t, p.Stats().RejectedBusy, "a refusal for the wait is not a full pool")
+}
