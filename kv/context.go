@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"time"
 
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
@@ -13,7 +14,27 @@ const (
 	taskIDKey ctxKey = iota
 	priorityKey
 	groupKey
+	maxQueueWaitKey
 )
+
+// WithMaxQueueWait makes the reads made with ctx fail at once with ErrBusy,
+// as a *BusyError that says the estimate, when the pool estimates that one
+// would wait longer than d for its first step; d <= 0 removes the limit.
+// For a caller with somewhere else to go — a replica, a cache, a degraded
+// answer — waiting is pointless (TiKV's busy_threshold_ms). The estimate
+// is what the queue holds ahead of the read and the workers' recent step
+// times; the store's Stats.Pool.Waits count how often admitted reads
+// started within it.
+func WithMaxQueueWait(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, maxQueueWaitKey, d)
+}
+
+// MaxQueueWaitFrom returns the limit WithMaxQueueWait set in ctx; 0 when
+// none was set.
+func MaxQueueWaitFrom(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(maxQueueWaitKey).(time.Duration)
+	return max(d, 0)
+}
 
 // WithResourceGroup makes the reads made with ctx run in resource group
 // group, under resource control (Options.ResourceControl): they are
@@ -60,6 +81,7 @@ func spawnOptions(ctx context.Context, groups *resource.Manager) (readpool.Spawn
 	if id, ok := ctx.Value(taskIDKey).(uint64); ok {
 		o.TaskID = id
 	}
+	o.MaxQueueWait = MaxQueueWaitFrom(ctx)
 	p, hasPriority := ctx.Value(priorityKey).(resource.Priority)
 	if hasPriority && !p.Valid() {
 		return o, priorityError(p)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	crerrors "github.com/cockroachdb/errors"
 	"github.com/cockroachdb/pebble/v2"
@@ -20,9 +21,15 @@ var (
 	ErrNotFound = errors.New("kv: not found")
 	// ErrClosed is returned by every call after Close (a Scan's Err says so).
 	ErrClosed = errors.New("kv: closed")
-	// ErrBusy is returned when the read pool holds MaxTasks queued and
-	// running reads. Nothing was done; retry later.
+	// ErrBusy is returned, as a *BusyError, when the read pool holds
+	// MaxTasks queued and running reads, or when a read's estimated wait
+	// exceeds its WithMaxQueueWait. Nothing was done; retry later.
 	ErrBusy = errors.New("kv: busy")
+	// ErrRunaway ends a read that a runaway rule with the kill action
+	// caught (Options.Runaway, resource.GroupConfig.Runaway): at the step
+	// after it crossed a limit, or before its first step when a watch
+	// knew it. What it had returned stands; it returns no more.
+	ErrRunaway = errors.New("kv: runaway read killed")
 	// ErrInvalidRange is returned (by a Scan's Err) for a range whose start
 	// is after its end, both being non-nil.
 	ErrInvalidRange = errors.New("kv: invalid range")
@@ -53,6 +60,25 @@ var (
 	// write after the second finds out whether there is space). Reads go on.
 	ErrDiskFull = errors.New("kv: disk full")
 )
+
+// BusyError is how ErrBusy comes back: errors.Is(err, ErrBusy) holds, and
+// errors.As gives the estimate (TiKV's early busy reply, RFC 0105).
+type BusyError struct {
+	// EstimatedWait is the read's estimated wait for its first step, which
+	// exceeded its WithMaxQueueWait; 0 when the pool was simply full.
+	EstimatedWait time.Duration
+}
+
+// Error implements error.
+func (e *BusyError) Error() string {
+	if e.EstimatedWait == 0 {
+		return ErrBusy.Error()
+	}
+	return fmt.Sprintf("%v: estimated wait %v", ErrBusy, e.EstimatedWait)
+}
+
+// Unwrap returns ErrBusy.
+func (e *BusyError) Unwrap() error { return ErrBusy }
 
 var (
 	// errNegativeLimit is a Scan's Err for a negative ScanOptions.Limit.
@@ -102,7 +128,11 @@ func storeErr(err error) error {
 	case errors.As(err, &pe):
 		return &panicError{pe}
 	case errors.Is(err, readpool.ErrBusy):
-		return ErrBusy
+		var be *readpool.BusyError
+		if errors.As(err, &be) {
+			return &BusyError{EstimatedWait: be.EstimatedWait}
+		}
+		return &BusyError{}
 	case errors.Is(err, readpool.ErrClosed):
 		return ErrClosed
 	case errors.As(err, &re):

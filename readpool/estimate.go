@@ -79,7 +79,7 @@ func (p *Pool) estimateLocked(e *Entry) time.Duration {
 	if qp, ok := p.q.(QueuePosition); ok {
 		ahead = qp.Ahead(e)
 	}
-	free := max(p.opts.Workers-p.running, 0)
+	free := p.slots.freeLocked()
 	if e.Short && p.urgent != nil {
 		free += len(p.spares.parked) // urgent work wakes a spare
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -171,4 +172,25 @@ func TestSpawn_MaxQueueWaitRefusesWithTheEstimate(t *testing.T) {
 	assert.EqualValues(t, 1, w.Started)
 	assert.EqualValues(t, 1, w.WithinLimit)
 	assert.Zero(t, p.Stats().RejectedBusy, "a refusal for the wait is not a full pool")
+}
+
+// A slot lent to a step running inline is busy too: with the only worker's
+// slot lent, a task would wait.
+func TestEstimateWait_LentSlotIsBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := New(Options{Workers: 1, Spares: -1})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, p.Close()) }()
+		synctest.Wait() // the worker parks
+		require.Equal(t, 1, p.Stats().Parked)
+		assert.Zero(t, p.EstimateWait(SpawnOptions{}), "a parked worker takes it at once")
+		release := make(chan struct{})
+		blocker, blockerDone, started := blockingTask(release)
+		go func() { _, _ = p.Spawn(context.Background(), blocker, SpawnOptions{Inline: true}) }()
+		<-started
+		require.EqualValues(t, 1, p.Stats().Inline, "the blocker runs inline, in the worker's lent slot")
+		assert.Positive(t, p.EstimateWait(SpawnOptions{}))
+		close(release)
+		require.NoError(t, <-blockerDone)
+	})
 }

@@ -97,6 +97,18 @@ func (ss *slots) unparkOneLocked() *worker {
 	return nil
 }
 
+// freeLocked counts the parked workers whose slot is not lent: those that
+// would take a task pushed now.
+func (ss *slots) freeLocked() int {
+	n := 0
+	for _, w := range ss.parked {
+		if w.lend.Load() == lendFree {
+			n++
+		}
+	}
+	return n
+}
+
 func (ss *slots) removeLocked(w *worker) {
 	for i, pw := range ss.parked {
 		if pw == w {
