@@ -39,6 +39,7 @@ type collector struct {
 	failed, diskFull                       *prometheus.Desc
 	tableReads, tableReadSeconds           *prometheus.Desc
 	slowTableReads, diskSlow               *prometheus.Desc
+	busyTotal, waitEstimates               *prometheus.Desc
 }
 
 func newCollector(db *kv.DB) *collector {
@@ -74,6 +75,12 @@ func newCollector(db *kv.DB) *collector {
 		maxWorkers: d("pool_max_workers", "Bound on the goroutines stepping tasks at once: workers, spares and extras (Options.MaxWorkers)."),
 		blocked:    d("pool_blocked_steps", "Goroutines blocked off the CPU now: steps waiting on a slow disk, and Pebble's background reads."),
 		slack:      d("pool_slack_steps", "Steps beyond the blocked ones that the CPU controller lets run now, while reads block and the CPU has room."),
+
+		// Load shedding (issue 32): refusals by reason, and how the
+		// estimated waits served the reads that had a limit.
+		busyTotal: d("busy_total", "Reads refused with ErrBusy, by reason: full (MaxTasks queued and running) or wait (the estimated wait exceeded the read's WithMaxQueueWait).", "reason"),
+		waitEstimates: d("pool_wait_estimates_total", "Reads admitted with a WithMaxQueueWait that took their first step: started (all), within_limit (waited no longer than their limit), "+
+			"within_estimate (no longer than the estimate).", "outcome"),
 
 		groupRU:           d("group_ru_total", "Request units a resource group has consumed.", "group"),
 		groupRULastSecond: d("group_ru_last_second", "Request units a resource group consumed over the last second.", "group"),
@@ -116,7 +123,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.cacheHits, c.cacheMisses, c.cacheEvictions,
 		c.diskBytes, c.memtableBytes, c.blockCacheBytes, c.blockHits, c.blockMiss,
 		c.levelTables, c.levelBytes, c.tableReads, c.tableReadSeconds, c.slowTableReads, c.diskSlow,
-		c.resourceControl, c.closed, c.failed, c.diskFull,
+		c.resourceControl, c.closed, c.failed, c.diskFull, c.busyTotal, c.waitEstimates,
 	} {
 		ch <- d
 	}
@@ -159,6 +166,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		} {
 			counter(c.tasksTotal, float64(o.n), o.name)
 		}
+		counter(c.busyTotal, float64(p.RejectedBusy), "full")
+		counter(c.busyTotal, float64(p.Waits.Refused), "wait")
+		counter(c.waitEstimates, float64(p.Waits.Started), "started")
+		counter(c.waitEstimates, float64(p.Waits.WithinLimit), "within_limit")
+		counter(c.waitEstimates, float64(p.Waits.WithinEstimate), "within_estimate")
 		counter(c.steps, float64(p.Steps))
 		counter(c.yields, float64(p.Yields))
 		counter(c.wakes, float64(p.Wakes))
