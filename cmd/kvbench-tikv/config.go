@@ -56,7 +56,7 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 }
 
 // validate tidies --pd and reports every problem with c and with w's
-// flags at once, as one error.
+// flags at once, joined (errors.Join).
 func (c *config) validate(w bench.Workload) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -64,8 +64,7 @@ func (c *config) validate(w bench.Workload) error {
 		bad("%s measures each resource group's RU in the store's own process (a *kv.DB's groups), which a TiKV store has not: "+
 			"its groups are PD's and TiKV's, whose consumption TiKV's metrics show; run it with kvbench", w.Name())
 	}
-	errs = append(errs, c.Config.Validate()...)
-	errs = append(errs, w.Validate()...)
+	errs = append(errs, c.Config.Validate(), w.Validate())
 	c.pd = slices.DeleteFunc(c.pd, func(a string) bool { return strings.TrimSpace(a) == "" })
 	for i, a := range c.pd {
 		c.pd[i] = strings.TrimSpace(a)
@@ -95,8 +94,8 @@ func (c *config) validate(w bench.Workload) error {
 			errs = append(errs, errors.New(k.msg))
 		}
 	}
-	if len(errs) > 0 {
-		return bench.Problems(errs)
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	c.Schedulers = []string{c.label()} // the report's one row set
 	return nil

@@ -90,7 +90,7 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 }
 
 // validate tidies the scheduler list and reports every problem with c
-// and with w's flags at once, as one error.
+// and with w's flags at once, joined (errors.Join).
 func (c *config) validate(w bench.Workload) error {
 	c.Schedulers = trimAll(c.Schedulers)
 	var errs []error
@@ -109,7 +109,7 @@ func (c *config) validate(w bench.Workload) error {
 				ours[0], strings.Join(workloadNames(), ", "))
 		}
 	}
-	errs = append(errs, c.Config.Validate()...)
+	errs = append(errs, c.Config.Validate())
 	// The store's knobs: each wrong when its test holds.
 	for _, k := range []struct {
 		wrong bool
@@ -126,7 +126,7 @@ func (c *config) validate(w bench.Workload) error {
 			errs = append(errs, errors.New(k.msg))
 		}
 	}
-	errs = append(errs, w.Validate()...)
+	errs = append(errs, w.Validate())
 	if len(c.Schedulers) == 0 {
 		bad("--schedulers names no scheduler (known: %s)", strings.Join(knownSchedulers, ", "))
 	}
@@ -145,10 +145,7 @@ func (c *config) validate(w bench.Workload) error {
 			c.admin = addr
 		}
 	}
-	if len(errs) > 0 {
-		return bench.Problems(errs)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // workloadNames are the workloads' names, their subcommands.

@@ -40,9 +40,15 @@ func Command(w Workload, run func(c *cobra.Command, w Workload) error, usage fun
 
 // UsageError marks a mistake in how a benchmark was called: a bad flag, an
 // unknown workload or scheduler. ExitStatus is 2 for it.
+//
+// Err is usually every problem with the flags at once, joined
+// (errors.Join), whose message has a line per problem; a UsageError's
+// message puts them on one line, separated by "; ", the line a binary
+// prints after its name. The problems themselves stay reachable with
+// errors.Is and errors.As.
 type UsageError struct{ Err error }
 
-func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Error() string { return strings.ReplaceAll(e.Err.Error(), "\n", "; ") }
 func (e UsageError) Unwrap() error { return e.Err }
 
 // ExitStatus is a benchmark binary's exit status for the error of its

@@ -55,3 +55,16 @@ func TestCommand_UsageErrorsAreWrapped(t *testing.T) {
 	root.SetArgs([]string{"get", "extra"})
 	assert.EqualError(t, root.Execute(), `unexpected argument "extra" (bin get takes only flags)`, "the root's name and the workload's")
 }
+
+// TestUsageError_OneLine: every problem at once, joined, is one line, as a
+// binary prints it after its name, and each problem stays reachable.
+func TestUsageError_OneLine(t *testing.T) {
+	errKeys := errors.New("--keys must be at least 1, not 0")
+	cfg := &Config{Keys: 1, ValueSize: 1, Duration: 1, PlotPath: "out.pdf"}
+	err := error(UsageError{errors.Join(errKeys, cfg.Validate(), (&clientsFlag{0}).validate(1, ""))})
+	assert.EqualError(t, err, "--keys must be at least 1, not 0; --plot out.pdf: the file must end in .png or .svg; "+
+		"--clients must be at least 1, not 0")
+	assert.ErrorIs(t, err, errKeys)
+	assert.Equal(t, 2, ExitStatus(err))
+	assert.Equal(t, 1, ExitStatus(errors.Join(errKeys)), "not a usage error")
+}

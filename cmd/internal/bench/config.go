@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -50,9 +51,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "no progress output")
 }
 
-// Validate returns c's problems, each an error, so that the binary can
-// report them with its own and the workload's at once.
-func (c *Config) Validate() []error {
+// Validate reports every problem with c at once, joined (errors.Join),
+// or nil; the binary joins them with its own and the workload's.
+func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.Keys < 1 {
@@ -72,28 +73,7 @@ func (c *Config) Validate() []error {
 			errs = append(errs, err)
 		}
 	}
-	return errs
-}
-
-// Problems is several configuration errors reported at once, on one line.
-type Problems []error
-
-func (p Problems) Error() string {
-	msgs := make([]string, len(p))
-	for i, err := range p {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (p Problems) Unwrap() []error { return p }
-
-// problems is errs as one error, nil if there are none.
-func problems(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return Problems(errs)
+	return errors.Join(errs...)
 }
 
 // plotFormat returns the image format that path's extension asks for.

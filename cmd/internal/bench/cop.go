@@ -61,7 +61,7 @@ type copLoad struct {
 }
 
 func (w *copLoad) Flags(fs *pflag.FlagSet) { w.beside.add(fs, "aggregates") }
-func (w *copLoad) Validate() []error       { return w.beside.validate() }
+func (w *copLoad) Validate() error         { return w.beside.validate() }
 
 // Phases are cop-scan's, then cop's own.
 func (w *copLoad) Phases() []Phase { return append(w.baseline.phases(), w.phases()...) }
@@ -105,7 +105,7 @@ type copScanLoad struct {
 }
 
 func (w *copScanLoad) Flags(fs *pflag.FlagSet) { w.beside.add(fs, "long scans") }
-func (w *copScanLoad) Validate() []error       { return w.beside.validate() }
+func (w *copScanLoad) Validate() error         { return w.beside.validate() }
 
 // aggregateRandom sends the aggregate request over n keys (at most every
 // key) from a start drawn by int64n, as scanRandom scans them, and checks

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -158,11 +159,11 @@ func (w *groupsLoad) Flags(fs *pflag.FlagSet) {
 		"and with too few a group whose queue runs dry gives its share away (the pool is work-conserving)")
 }
 
-func (w *groupsLoad) Validate() []error {
+func (w *groupsLoad) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if w.gets() {
-		errs = append(errs, w.clients.validate(1, "")...)
+		errs = append(errs, w.clients.validate(1, ""))
 		if !(w.oltpRate > 0) || math.IsInf(w.oltpRate, 0) {
 			bad("--oltp-rate must be a positive number of Gets per second, not %v", w.oltpRate)
 		} else if every := float64(max(w.clients.n, 1)) / w.oltpRate; every < 1e-6 || every > 3600 {
@@ -172,12 +173,12 @@ func (w *groupsLoad) Validate() []error {
 		}
 	}
 	if w.scans() {
-		errs = append(errs, w.scanLen.validate()...)
+		errs = append(errs, w.scanLen.validate())
 	}
 	if w.scanners < 1 {
 		bad("--group-scanners must be at least 1, not %d", w.scanners)
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // Schedulers: resource control, whatever the run asks for.

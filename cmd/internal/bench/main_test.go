@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,7 +65,7 @@ func parseRun(t *testing.T, w Workload, args ...string) *Config {
 		}
 	}
 	require.NoError(t, fs.Parse(append(all, args...)))
-	require.NoError(t, problems(append(cfg.Validate(), w.Validate()...)))
+	require.NoError(t, errors.Join(cfg.Validate(), w.Validate()))
 	return cfg
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -80,7 +81,7 @@ func (w *noisyLoad) Flags(fs *pflag.FlagSet) {
 		"whose Get p99 the p99 beside the scans is judged against")
 }
 
-func (w *noisyLoad) Validate() []error { return w.beside.validate() }
+func (w *noisyLoad) Validate() error { return w.beside.validate() }
 
 // Phases are a warm-up, then, unless --no-quiet, the quiet phase, its
 // Gets alone, then the measured phase. The quiet phase follows the
@@ -127,8 +128,8 @@ func (f *besideFlags) add(fs *pflag.FlagSet, long string) {
 		"think, --think after the previous Get returned. Latency counts from when a Get was due")
 }
 
-func (f *besideFlags) validate() []error {
-	errs := f.clients.validate(1, "")
+func (f *besideFlags) validate() error {
+	errs := []error{f.clients.validate(1, "")}
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if f.scanners < 0 {
 		bad("--scanners must not be negative, not %d", f.scanners)
@@ -144,7 +145,7 @@ func (f *besideFlags) validate() []error {
 	} else if f.arrival == arrivalFixed && f.think == 0 {
 		bad("--think 0 with --arrival fixed would make every Get due at once; give --arrival think for Gets back to back")
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // getsBeside returns the clients of noisy, cop or cop-scan, with long as

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -18,12 +19,12 @@ func (c *clientsFlag) add(fs *pflag.FlagSet, usage string) {
 
 // validate checks that there are at least least clients; why says why,
 // for a workload that needs more than one.
-func (c *clientsFlag) validate(least int, why string) []error {
+func (c *clientsFlag) validate(least int, why string) error {
 	switch {
 	case c.n < 1:
-		return []error{fmt.Errorf("--clients must be at least 1, not %d", c.n)}
+		return fmt.Errorf("--clients must be at least 1, not %d", c.n)
 	case c.n < least:
-		return []error{fmt.Errorf("%s: --clients must be at least %d, not %d", why, least, c.n)}
+		return fmt.Errorf("%s: --clients must be at least %d, not %d", why, least, c.n)
 	}
 	return nil
 }
@@ -66,7 +67,7 @@ type getLoad struct {
 }
 
 func (w *getLoad) Flags(fs *pflag.FlagSet) { w.clients.add(fs, "client goroutines doing Gets") }
-func (w *getLoad) Validate() []error       { return w.clients.validate(1, "") }
+func (w *getLoad) Validate() error         { return w.clients.validate(1, "") }
 
 // multiGetWorkload is, from --clients goroutines back to back, MultiGets
 // of --multiget-keys uniform random keys (class "multiget", the even
@@ -130,12 +131,12 @@ func (w *multiGetLoad) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&w.keys, "multiget-keys", 100, "keys per MultiGet (and per loop of Gets)")
 }
 
-func (w *multiGetLoad) Validate() []error {
-	errs := w.clients.validate(2, "multiget pairs its clients (a MultiGet and Gets of the same keys)")
+func (w *multiGetLoad) Validate() error {
+	errs := []error{w.clients.validate(2, "multiget pairs its clients (a MultiGet and Gets of the same keys)")}
 	if w.keys < 1 {
 		errs = append(errs, fmt.Errorf("--multiget-keys must be at least 1, not %d", w.keys))
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // scanWorkload is range scans of --scan-len keys from uniform random
@@ -163,8 +164,8 @@ func (w *scanLoad) Flags(fs *pflag.FlagSet) {
 	w.scanLen.add(fs, "keys per range scan")
 }
 
-func (w *scanLoad) Validate() []error {
-	return append(w.clients.validate(1, ""), w.scanLen.validate()...)
+func (w *scanLoad) Validate() error {
+	return errors.Join(w.clients.validate(1, ""), w.scanLen.validate())
 }
 
 // scanLenFlag is --scan-len, the keys per scan of scan and groups.
@@ -172,9 +173,9 @@ type scanLenFlag struct{ n int }
 
 func (s *scanLenFlag) add(fs *pflag.FlagSet, usage string) { fs.IntVar(&s.n, "scan-len", 1_000, usage) }
 
-func (s *scanLenFlag) validate() []error {
+func (s *scanLenFlag) validate() error {
 	if s.n < 1 {
-		return []error{fmt.Errorf("--scan-len must be at least 1, not %d", s.n)}
+		return fmt.Errorf("--scan-len must be at least 1, not %d", s.n)
 	}
 	return nil
 }

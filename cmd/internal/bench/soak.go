@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -115,12 +116,12 @@ func (w *soakLoad) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&w.think, "think", 200*time.Microsecond, "a Get reader's pause between two Gets")
 }
 
-func (w *soakLoad) Validate() []error {
-	errs := w.clients.validate(1, "")
+func (w *soakLoad) Validate() error {
+	errs := []error{w.clients.validate(1, "")}
 	if w.think < 0 {
 		errs = append(errs, fmt.Errorf("--think must not be negative, not %v", w.think))
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // Check fails a phase in which the store and the model disagreed.

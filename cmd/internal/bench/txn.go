@@ -128,8 +128,8 @@ func (w *txnLoad) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&w.hotAccounts, "hot-accounts", 16, "the hot set: the first `N` accounts (all of them if --accounts is fewer)")
 }
 
-func (w *txnLoad) Validate() []error {
-	errs := w.clients.validate(1, "")
+func (w *txnLoad) Validate() error {
+	errs := []error{w.clients.validate(1, "")}
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if w.accounts < 2 || w.accounts > maxAccounts {
 		bad("--accounts must be between 2 (a transfer needs two) and %d, not %d", maxAccounts, w.accounts)
@@ -140,7 +140,7 @@ func (w *txnLoad) Validate() []error {
 	if w.hotAccounts < 2 {
 		bad("--hot-accounts must be at least 2 (a transfer needs two), not %d", w.hotAccounts)
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // Setup sets every account to accountStart, so that each store's phases

@@ -292,7 +292,7 @@ func TestTxnLoad_Pick(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := lookup(t, "txn").(*txnLoad)
 			flagsOf(t, w, tc.args...)
-			require.Empty(t, w.Validate())
+			require.NoError(t, w.Validate())
 			r := newRand(1, 2)
 			const draws = 10_000
 			hot, seen := 0, map[int]bool{}
@@ -320,7 +320,7 @@ func TestTxnLoad_Pick(t *testing.T) {
 func TestTxnLoad_Validate(t *testing.T) {
 	w := lookup(t, "txn").(*txnLoad)
 	flagsOf(t, w)
-	assert.Empty(t, w.Validate(), "the defaults")
+	assert.NoError(t, w.Validate(), "the defaults")
 	assert.Equal(t, [4]float64{4, 10_000, 0, 16}, [4]float64{float64(w.clients.n), float64(w.accounts), w.hot, float64(w.hotAccounts)})
 
 	flagsOf(t, w, "--clients", "0", "--accounts", "1", "--hot", "1.5", "--hot-accounts", "1")
@@ -329,18 +329,26 @@ func TestTxnLoad_Validate(t *testing.T) {
 		"--accounts must be between 2 (a transfer needs two) and 10000000, not 1",
 		"--hot must be a fraction between 0 and 1, not 1.5",
 		"--hot-accounts must be at least 2 (a transfer needs two), not 1",
-	}, errorStrings(w.Validate()), "every problem at once")
+	}, problemsOf(w.Validate()), "every problem at once")
 	flagsOf(t, w, "--clients", "1", "--accounts", "10000001", "--hot", "NaN", "--hot-accounts", "2")
 	assert.Equal(t, []string{
 		"--accounts must be between 2 (a transfer needs two) and 10000000, not 10000001",
 		"--hot must be a fraction between 0 and 1, not NaN",
-	}, errorStrings(w.Validate()))
+	}, problemsOf(w.Validate()))
 }
 
-func errorStrings(errs []error) []string {
-	var out []string
-	for _, err := range errs {
-		out = append(out, err.Error())
+// problemsOf is the message of each problem that err, every problem at
+// once joined (errors.Join), holds; none for nil.
+func problemsOf(err error) []string {
+	if err == nil {
+		return nil
 	}
-	return out
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, problemsOf(e)...)
+		}
+		return out
+	}
+	return []string{err.Error()}
 }

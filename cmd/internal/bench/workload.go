@@ -31,9 +31,9 @@ type Workload interface {
 	Long() string
 	// Flags registers its own flags on fs, bound to it.
 	Flags(fs *pflag.FlagSet)
-	// Validate reports every problem with those flags; it is called only
-	// when the workload runs.
-	Validate() []error
+	// Validate reports every problem with those flags at once, joined
+	// (errors.Join), or nil; it is called only when the workload runs.
+	Validate() error
 	// Schedulers are the schedulers it runs on when the run asks for
 	// asked: asked itself, unless it needs one of its own.
 	Schedulers(asked []string) []string
@@ -140,7 +140,7 @@ func (p *plain) Name() string                       { return p.name }
 func (p *plain) Short() string                      { return p.short }
 func (p *plain) Long() string                       { return p.long }
 func (p *plain) Flags(*pflag.FlagSet)               {}
-func (p *plain) Validate() []error                  { return nil }
+func (p *plain) Validate() error                    { return nil }
 func (p *plain) Schedulers(asked []string) []string { return asked }
 func (p *plain) Rows() bool                         { return p.rows }
 func (p *plain) Setup(kv.Store) error               { return nil }

@@ -53,7 +53,7 @@ func TestWorkloads_FlagDefaults(t *testing.T) {
 	byName := map[string]Workload{}
 	for _, w := range Workloads() {
 		flagsOf(t, w)
-		assert.Empty(t, w.Validate(), w.Name())
+		assert.NoError(t, w.Validate(), w.Name())
 		byName[w.Name()] = w
 	}
 	noisy := byName["noisy"].(*noisyLoad)
