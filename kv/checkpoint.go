@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coopkv/coopkv/kv/internal/diskfs"
 )
 
 // Flush writes the memtables out to sstables, so reads that follow hit
@@ -16,24 +18,24 @@ func (db *DB) Flush() error {
 		return err
 	}
 	defer db.mu.RUnlock()
-	if err := db.disk.err(); err != nil {
+	if err := db.disk.Err(); err != nil {
 		return fmt.Errorf("kv: flush: %w", err)
 	}
 	done, err := db.pdb.AsyncFlush()
 	if err != nil {
 		return fmt.Errorf("kv: flush: %w", err)
 	}
-	tick := time.NewTicker(db.disk.fullPause)
+	tick := time.NewTicker(diskfs.FullPause)
 	defer tick.Stop()
 	for {
 		select {
 		case <-done:
 			return db.committed(nil)
-		case <-db.disk.failedCh:
-			return fmt.Errorf("kv: flush: %w", db.disk.err())
+		case <-db.disk.Failed():
+			return fmt.Errorf("kv: flush: %w", db.disk.Err())
 		case <-tick.C:
-			if db.disk.isFull() {
-				return fmt.Errorf("kv: flush: %w", db.disk.err())
+			if db.disk.IsFull() {
+				return fmt.Errorf("kv: flush: %w", db.disk.Err())
 			}
 		}
 	}
@@ -59,9 +61,9 @@ func (db *DB) Checkpoint(dir string) error {
 	case db.opts.ReadOnly:
 		return fmt.Errorf("kv: checkpoint to %s: %w: Pebble copies the OPTIONS file of a read-write open", dir, ErrReadOnly)
 	}
-	db.disk.takeDirSyncErr() // one from an earlier checkpoint is not ours
+	db.disk.TakeDirSyncErr() // one from an earlier checkpoint is not ours
 	err := db.pdb.Checkpoint(dir, pebble.WithFlushedWAL())
-	if serr := db.disk.takeDirSyncErr(); err == nil && serr != nil {
+	if serr := db.disk.TakeDirSyncErr(); err == nil && serr != nil {
 		err = fmt.Errorf("sync of the checkpoint's directory: %w", serr)
 	}
 	if err != nil {

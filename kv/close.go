@@ -54,12 +54,12 @@ func (db *DB) closeStorage() error {
 	if db.cache != nil {
 		db.cache.close()
 	}
-	db.disk.close() // a write waiting for space gives up
+	db.disk.Close() // a write waiting for space gives up
 	err := db.pdb.Close()
 	for _, c := range db.closers {
 		_ = c.Close()
 	}
-	if ferr := db.disk.failedErr(); ferr != nil {
+	if ferr := db.disk.FailedErr(); ferr != nil {
 		return fmt.Errorf("kv: close: %w", ferr)
 	}
 	if err != nil {

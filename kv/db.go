@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/coopkv/coopkv/kv/internal/diskfs"
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
 	"github.com/coopkv/coopkv/scan"
@@ -46,8 +47,8 @@ type DB struct {
 	closers []io.Closer // closed after Pebble
 
 	// disk is what the store's filesystem has seen of the disk: a failure
-	// or a full disk refuses writes (see disk.go).
-	disk *diskHealth
+	// or a full disk refuses writes (see package diskfs).
+	disk *diskfs.Health
 	// reads watches the table reads, and tells the pool of slow ones
 	// (diskreads.go).
 	reads *diskReads
@@ -133,7 +134,7 @@ func (db *DB) enterWriteAs(alone bool) error {
 		db.mu.RUnlock()
 		return ErrReadOnly
 	}
-	if err := db.disk.err(); err != nil {
+	if err := db.disk.Err(); err != nil {
 		db.mu.RUnlock()
 		return err
 	}

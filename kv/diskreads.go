@@ -13,7 +13,7 @@ import (
 // reads in flight (readpool/blocking.go): a step that waits in a pread
 // tells the pool, which runs another ready read meanwhile. The store sees
 // every table read — Pebble reads its tables through the store's
-// filesystem (diskFS.Open) — so it tells the pool exactly when a read
+// filesystem (storeFS.Open) — so it tells the pool exactly when a read
 // starts and ends, not a guess from CPU figures.
 //
 // Only when the disk is slow, though: telling the pool of a read the page
@@ -106,7 +106,7 @@ func isTable(name string) bool {
 }
 
 // Open opens a file for reading; a table's reads are watched.
-func (fs *diskFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+func (fs *storeFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	f, err := fs.FS.Open(name, opts...)
 	if err != nil || fs.reads == nil || !isTable(name) {
 		return f, err

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coopkv/coopkv/coproc"
+	"github.com/coopkv/coopkv/kv/internal/diskfs"
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
 	"github.com/coopkv/coopkv/scan"
@@ -53,12 +54,12 @@ var (
 	// sync of the WAL or MANIFEST. Reads go on; Close returns the cause,
 	// and a reopen on a healthy disk recovers every acknowledged write.
 	// See Options.NoSync for what the reads serve meanwhile.
-	ErrFailed = errors.New("kv: store failed")
+	ErrFailed = diskfs.ErrFailed
 	// ErrDiskFull is returned (wrapping syscall.ENOSPC) by writes while
 	// the disk is full: a write met ENOSPC less than a second ago and none
 	// has reached the disk since. Nothing was written; retry later (the
 	// write after the second finds out whether there is space). Reads go on.
-	ErrDiskFull = errors.New("kv: disk full")
+	ErrDiskFull = diskfs.ErrFull
 )
 
 // BusyError is how ErrBusy comes back: errors.Is(err, ErrBusy) holds, and

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coopkv/coopkv/coproc"
+	"github.com/coopkv/coopkv/kv/internal/diskfs"
 )
 
 // The fault tests run the store on Pebble's error-injecting filesystem
@@ -461,7 +462,7 @@ func TestFaults_RandomReads(t *testing.T) {
 // Open, and the store is as it was.
 func TestFaults_PeekErrorKeepsFormat(t *testing.T) {
 	mem := vfs.NewMem()
-	pdb, err := pebble.Open("coopkv", &pebble.Options{FS: mem, FormatMajorVersion: pebble.FormatMinSupported, Logger: pebbleLogger{faultsLogger(), newDiskHealth(faultsLogger())}})
+	pdb, err := pebble.Open("coopkv", &pebble.Options{FS: mem, FormatMajorVersion: pebble.FormatMinSupported, Logger: pebbleLogger{faultsLogger(), diskfs.NewHealth(faultsLogger())}})
 	require.NoError(t, err)
 	require.NoError(t, pdb.Set([]byte("k"), []byte("v"), pebble.Sync))
 	require.NoError(t, pdb.Close())

@@ -24,7 +24,7 @@ var errLockedHere = errors.New("another open store in this process holds its loc
 // this process gets errLockedHere before Pebble is asked: fcntl locks do not
 // exclude the process that holds them, and Pebble's own refusal says so
 // only in its text.
-func (fs *diskFS) Lock(name string) (io.Closer, error) {
+func (fs *storeFS) Lock(name string) (io.Closer, error) {
 	if !fs.os {
 		return fs.FS.Lock(name)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coopkv/coopkv/kv/internal/diskfs"
 )
 
 // pebbleLogger sends Pebble's log lines to the store's slog.Logger: its
@@ -15,7 +17,7 @@ import (
 // errors at Error.
 type pebbleLogger struct {
 	l    *slog.Logger
-	disk *diskHealth
+	disk *diskfs.Health
 }
 
 func (p pebbleLogger) Infof(format string, args ...any) {
@@ -29,7 +31,7 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 // Fatalf is Pebble's report of an unrecoverable state. One that carries an
 // error — a failed MANIFEST write, a commit whose WAL failed — is the
 // disk's doing: it fails the store (writes refused, reads going on; see
-// disk.go) and returns, since a panic here, often on one of Pebble's
+// package diskfs) and returns, since a panic here, often on one of Pebble's
 // background goroutines, would end the process. One after the store has
 // failed is a consequence of that failure. Any other is a broken invariant
 // of Pebble's, where going on could serve a wrong value: that one panics,
@@ -39,11 +41,11 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error(msg, "source", "pebble", "fatal", true)
 	for _, a := range args {
 		if err, ok := a.(error); ok {
-			p.disk.fail(err)
+			p.disk.Fail(err)
 			return
 		}
 	}
-	if p.disk.cause() != nil {
+	if p.disk.Cause() != nil {
 		return
 	}
 	panic("pebble: " + msg)

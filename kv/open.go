@@ -6,13 +6,13 @@ import (
 	"hash/maphash"
 	"io"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/coopkv/coopkv/kv/internal/diskfs"
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
 	"github.com/coopkv/coopkv/scan"
@@ -33,7 +33,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	o.ensureDefaults()
 
-	disk := newDiskHealth(o.Logger)
+	disk := diskfs.NewHealth(o.Logger)
 	events := eventListener(o.Logger)
 	po := &pebble.Options{Logger: pebbleLogger{o.Logger, disk}, EventListener: events, ReadOnly: o.ReadOnly}
 	var closers []io.Closer
@@ -62,7 +62,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		closers = append(closers, fsCloser)
 	}
 	reads := newDiskReads()
-	po.FS = &diskFS{FS: po.FS, h: disk, dir: filepath.Clean(dir), os: o.FS == nil && !o.InMemory, reads: reads}
+	po.FS = &storeFS{FS: diskfs.New(po.FS, dir, disk), os: o.FS == nil && !o.InMemory, reads: reads}
 	tunePebble(po, o.CacheSize)
 	// Open checks the tables itself (checkTableFiles): Pebble's check
 	// fails with an error that says neither ErrCorrupt nor anything a
@@ -110,7 +110,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 
 // lockErr turns a failure to lock the directory — fcntl's EAGAIN or EACCES
 // from another process, errLockedHere for a second opener in this one
-// (diskFS.Lock) — into ErrLocked, keeping the cause's words.
+// (storeFS.Lock) — into ErrLocked, keeping the cause's words.
 func lockErr(err error) error {
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || errors.Is(err, errLockedHere) {
 		return fmt.Errorf("%w: %w", ErrLocked, err) // both stay reachable
@@ -122,7 +122,7 @@ func lockErr(err error) error {
 var buildRowCache = newRowCache
 
 // finishOpen builds the store around an open Pebble.
-func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk *diskHealth, reads *diskReads, closers []io.Closer) (*DB, error) {
+func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk *diskfs.Health, reads *diskReads, closers []io.Closer) (*DB, error) {
 	var err error
 	// Check reads table files with the options Pebble runs with.
 	po = po.Clone()

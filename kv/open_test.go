@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/coopkv/coopkv/kv/internal/diskfs"
 )
 
 func TestOpen_NewStoreAtNewestFormat(t *testing.T) {
@@ -25,7 +27,7 @@ func TestOpen_OlderFormatStoreStillOpens(t *testing.T) {
 	dir := t.TempDir()
 	old := pebble.FormatMinSupported
 	require.Less(t, old, pebble.FormatNewest, "the test needs a format older than the newest")
-	pdb, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: old, Logger: pebbleLogger{slog.New(slog.DiscardHandler), newDiskHealth(slog.New(slog.DiscardHandler))}})
+	pdb, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: old, Logger: pebbleLogger{slog.New(slog.DiscardHandler), diskfs.NewHealth(slog.New(slog.DiscardHandler))}})
 	require.NoError(t, err)
 	require.NoError(t, pdb.Set([]byte("k"), []byte("v"), pebble.Sync))
 	require.NoError(t, pdb.Flush())

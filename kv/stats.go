@@ -80,8 +80,8 @@ type LevelStats struct {
 // Stats returns a snapshot. After Close only the scheduler and the final
 // pool figures are filled in.
 func (db *DB) Stats() Stats {
-	s := Stats{Scheduler: db.opts.Scheduler, DiskFull: db.disk.isFull()}
-	if c := db.disk.cause(); c != nil {
+	s := Stats{Scheduler: db.opts.Scheduler, DiskFull: db.disk.IsFull()}
+	if c := db.disk.Cause(); c != nil {
 		s.Failed = c.Error()
 	}
 	if db.pool != nil {

@@ -64,9 +64,9 @@ func (db *DB) applyOne(key, value []byte, del bool) error {
 
 // committed is the outcome of a write Pebble returned err for: once the
 // store has failed, ErrFailed, whatever Pebble said — its WAL may not hold
-// the write (see disk.go).
+// the write (see package diskfs).
 func (db *DB) committed(err error) error {
-	if ferr := db.disk.failedErr(); ferr != nil {
+	if ferr := db.disk.FailedErr(); ferr != nil {
 		return ferr
 	}
 	return err
