@@ -23,4 +23,19 @@
 // group that is not burstable is held to its RU/s by a token bucket whose
 // waiting tasks hold no worker; each class has its own room, and a full
 // class still admits a group up to its share of it.
+//
+// # Runaway reads
+//
+// A group's [RunawayRule] (GroupConfig.Runaway; kv.Options.Runaway
+// without resource control) marks a read runaway once its worker time or
+// its rows read pass a limit, as TiDB's runaway queries do; its action
+// then dry-runs (counts and logs), cools it down or kills it. [Runaways]
+// is the read path's side: [Runaways.NewRead] at a read's spawn (a live
+// watch may make it runaway from its first step), [Runaways.Observe] after
+// each step with the read's totals and [Group.Runaway], the rule in force
+// then — so a rule changed by Put applies from each read's next step. The
+// watch list is bounded (when full, the watch expiring soonest goes) and
+// its entries expire. The policy itself is pure (judge, watchList), time
+// passed in, tested without goroutines; Runaways wraps it with one mutex
+// that the common case, no rule caught and no watch live, never takes.
 package resource

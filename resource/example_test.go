@@ -3,6 +3,7 @@ package resource_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
@@ -84,4 +85,43 @@ func ExampleNewScheduler() {
 	// Output:
 	// <nil>
 	// true
+}
+
+func ExampleRunawayRule_Validate() {
+	r := &resource.RunawayRule{ExecElapsed: 10, Action: "stop"} // 10 ns: a unit mistake
+	fmt.Println(r.Validate())
+	// Output:
+	// resource: invalid runaway rule: ExecElapsed 10ns is neither 0 (no limit) nor within [100µs, 24h0m0s]
+	// resource: invalid runaway rule: Action "stop" is not dryrun, cooldown or kill
+}
+
+// The read path's side of the runaway rules: a read starts with NewRead
+// and is judged after each step by the totals of its steps.
+func ExampleRunaways() {
+	m := resource.NewManager()
+	err := m.Put(resource.GroupConfig{Name: "batch", Runaway: &resource.RunawayRule{
+		RowsScanned: 1000, Action: resource.RunawayCooldown, Watch: time.Minute,
+	}})
+	if err != nil {
+		panic(err)
+	}
+	g := m.Resolve("batch")
+	rs := resource.NewRunaways(nil, 0)
+
+	rd := rs.NewRead(g.Name(), resource.WatchKey{TaskID: 7})
+	for _, rows := range []int64{400, 800, 1200, 1600} { // after each step
+		action, newly := rs.Observe(&rd, g.Runaway(), 0, rows)
+		fmt.Printf("%d rows: %q newly=%v\n", rows, action, newly)
+	}
+	// The task's next read is runaway from its start, for a minute.
+	next := rs.NewRead(g.Name(), resource.WatchKey{TaskID: 7})
+	fmt.Println(next.Watched(), next.Action())
+	fmt.Printf("%+v\n", rs.Stats().Groups)
+	// Output:
+	// 400 rows: "" newly=false
+	// 800 rows: "" newly=false
+	// 1200 rows: "cooldown" newly=true
+	// 1600 rows: "cooldown" newly=false
+	// true cooldown
+	// [{Group:batch DryRun:0 Cooldown:2 Kill:0 Watched:1}]
 }

@@ -44,6 +44,9 @@ type GroupConfig struct {
 	// Priority is the group's class; 0 = PriorityMedium. A higher class
 	// always runs before a lower one.
 	Priority Priority `json:"priority"`
+	// Runaway is the rule for the group's runaway reads; nil = none. Put
+	// keeps a copy of it.
+	Runaway *RunawayRule `json:"runaway,omitempty"`
 }
 
 // Errors of the Manager.
@@ -57,6 +60,9 @@ var (
 	ErrNoGroup = errors.New("resource: no such group")
 	// ErrDefaultGroup is returned by Delete of the default group.
 	ErrDefaultGroup = errors.New("resource: the default group cannot be deleted")
+	// ErrInvalidRunaway is returned (wrapped, naming the field) by
+	// RunawayRule.Validate, and so by Put, for a rule that cannot be used.
+	ErrInvalidRunaway = errors.New("resource: invalid runaway rule")
 )
 
 // validate reports every problem of c at once, each naming its field.
@@ -80,6 +86,9 @@ func (c *GroupConfig) validate() error {
 	}
 	if c.Priority != 0 && !c.Priority.Valid() {
 		errs = append(errs, fmt.Errorf("%w: Priority %d is not low (1), medium (8) or high (16)", ErrInvalidGroup, int(c.Priority)))
+	}
+	if err := c.Runaway.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -126,12 +135,22 @@ func (g *Group) Name() string { return g.name }
 
 // Config is the group's config in force: the default group's once the
 // group has been deleted.
-func (g *Group) Config() GroupConfig {
+func (g *Group) Config() GroupConfig { return g.config().clone() }
+
+// config is the config in force, shared: the scheduler's, which must not
+// copy the runaway rule at every step.
+func (g *Group) config() *GroupConfig {
 	if g.gone.Load() {
-		return *g.m.def.cfg.Load()
+		return g.m.def.cfg.Load()
 	}
-	return *g.cfg.Load()
+	return g.cfg.Load()
 }
+
+// Runaway is the runaway rule in force for the group's reads (the default
+// group's once the group has been deleted); nil = none. It is one atomic
+// load, for every step: Put swaps the config, so a new rule applies from
+// each read's next step. The rule is shared: do not modify it.
+func (g *Group) Runaway() *RunawayRule { return g.config().Runaway }
 
 // share is the RU/s the group's virtual time is divided by.
 func share(c *GroupConfig) float64 {
@@ -178,6 +197,7 @@ func (m *Manager) Put(cfg GroupConfig) error {
 		return err
 	}
 	cfg = cfg.withDefaults()
+	cfg.Runaway = cfg.Runaway.clone() // the caller's rule may change after
 	m.mu.Lock()
 	if g, ok := m.groups[cfg.Name]; ok {
 		old := g.cfg.Swap(&cfg)
@@ -239,7 +259,7 @@ func (m *Manager) Get(name string) (GroupConfig, bool) {
 	if !ok {
 		return GroupConfig{}, false
 	}
-	return *g.cfg.Load(), true
+	return g.cfg.Load().clone(), true
 }
 
 // List returns every group's config, by name.
@@ -247,7 +267,7 @@ func (m *Manager) List() []GroupConfig {
 	m.mu.RLock()
 	out := make([]GroupConfig, 0, len(m.groups))
 	for _, g := range m.groups {
-		out = append(out, *g.cfg.Load())
+		out = append(out, g.cfg.Load().clone())
 	}
 	m.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -372,7 +372,7 @@ func TestStats_Figures(t *testing.T) {
 }
 
 func TestErrors_AreDistinct(t *testing.T) {
-	errs := []error{ErrInvalidGroup, ErrTooManyGroups, ErrNoGroup, ErrDefaultGroup}
+	errs := []error{ErrInvalidGroup, ErrTooManyGroups, ErrNoGroup, ErrDefaultGroup, ErrInvalidRunaway}
 	for i, a := range errs {
 		assert.True(t, strings.HasPrefix(a.Error(), "resource: "), a.Error())
 		for j, b := range errs {

@@ -140,7 +140,7 @@ func limited(cfg *GroupConfig) bool { return !cfg.Burstable && cfg.RUPerSec > 0 
 // tokens. Lock-free: it reads the group's config and bucket atomically.
 func (s *Scheduler) MayInline(e *readpool.Entry) bool {
 	g := s.groupOf(e)
-	cfg := g.Config()
+	cfg := *g.config()
 	if limited(&cfg) && g.tokens.Load() <= 0 {
 		return false
 	}
@@ -169,7 +169,7 @@ func (s *Scheduler) Admit(e *readpool.Entry, maxTasks int) bool {
 		g.rejected.Add(1)
 		return false
 	}
-	cfg := g.Config()
+	cfg := *g.config()
 	c := classFor(e, &cfg)
 	if s.class[c] < maxTasks {
 		return true
@@ -181,7 +181,7 @@ func (s *Scheduler) Admit(e *readpool.Entry, maxTasks int) bool {
 		if a == g {
 			continue
 		}
-		ac := a.Config()
+		ac := *a.config()
 		if classOf(ac.Priority) == c {
 			total += share(&ac)
 		}
@@ -298,7 +298,7 @@ func (s *Scheduler) Push(e *readpool.Entry, now time.Duration) {
 		s.now = max(s.now, now)
 	}
 	g := s.groupOf(e)
-	cfg := g.Config()
+	cfg := *g.config()
 	c := classFor(e, &cfg)
 	s.count(e, g, c)
 	if limited(&cfg) {
@@ -327,7 +327,7 @@ func (s *Scheduler) Push(e *readpool.Entry, now time.Duration) {
 func (s *Scheduler) Ran(e *readpool.Entry, now time.Duration) {
 	s.now = max(s.now, now)
 	g := s.groupOf(e)
-	cfg := g.Config()
+	cfg := *g.config()
 	c := classFor(e, &cfg)
 	s.count(e, g, c)
 	e.QueueState |= qsRunning
@@ -485,7 +485,7 @@ func (s *Scheduler) Stats() readpool.QueueStats {
 // bucket. Called after every step, outside the pool's lock.
 func (s *Scheduler) Charge(e *readpool.Entry, u readpool.Usage) {
 	g := s.groupOf(e)
-	cfg := g.Config()
+	cfg := *g.config()
 	ru := RU(u.Exec, u.Bytes, u.First)
 	micro := uint64(ru * microRU)
 	g.ru.Add(micro)

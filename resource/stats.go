@@ -20,6 +20,8 @@ type GroupStats struct {
 	// Throttled is the time its tasks have been held by its limit.
 	Throttled    time.Duration `json:"throttled_ns"`
 	RejectedBusy int64         `json:"rejected_busy"`
+	// Runaway is the group's runaway rule; absent for none.
+	Runaway *RunawayRule `json:"runaway,omitempty"`
 }
 
 // Stats returns every group's figures, by name. Counts are read one by
@@ -44,6 +46,7 @@ func (m *Manager) Stats() []GroupStats {
 			VirtualTime:  time.Duration(g.vtime.Load()),
 			Throttled:    time.Duration(g.throttled.Load()),
 			RejectedBusy: g.rejected.Load(),
+			Runaway:      cfg.Runaway.clone(),
 		})
 	}
 	return out

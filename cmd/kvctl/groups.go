@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -51,6 +52,7 @@ row per group:
   RU total    request units consumed since the store opened
   queued, running, held (waiting for the group's tokens)
   throttled   how long its tasks have been held by its limit, in all
+  runaway     its runaway rule: the action, past which limits, the watch
 
 The groups schedule reads only when the store runs with resource control
 (kv.Options.ResourceControl); kvctl says whether it does. Without it they
@@ -58,6 +60,7 @@ can still be configured, and apply once the store is opened with it.`,
 		Example: `  kvctl groups
   kvctl groups set batch --ru 2000 --priority low
   kvctl groups set oltp --ru 500 --burstable --priority high
+  kvctl groups set batch --ru 2000 --runaway-exec 500ms --runaway-action cooldown --runaway-watch 10m
   kvctl groups delete batch`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -100,15 +103,19 @@ func (r *groupsReport) WriteText(w io.Writer) error {
 	} else {
 		t.Println("resource control: off (the groups are kept but do not schedule reads; open the store with kv.Options.ResourceControl)")
 	}
-	t.Println("NAME\tPRIORITY\tRU/S\tSHARE\tBURSTABLE\tRU LAST S\tRU TOTAL\tQUEUED\tRUNNING\tHELD\tTHROTTLED")
+	t.Println("NAME\tPRIORITY\tRU/S\tSHARE\tBURSTABLE\tRU LAST S\tRU TOTAL\tQUEUED\tRUNNING\tHELD\tTHROTTLED\tRUNAWAY")
 	for _, g := range r.Groups {
 		share := "-"
 		if g.Share != nil {
 			share = percent(*g.Share)
 		}
-		t.Printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n",
+		runaway := "-"
+		if g.Runaway != nil {
+			runaway = g.Runaway.String()
+		}
+		t.Printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n",
 			g.Name, g.Priority, ruLimit(g.RUPerSec), share, yesNo(g.Burstable),
-			ru(g.RULastSecond), ru(g.RU), g.Queued, g.Running, g.Held, shortDur(g.Throttled))
+			ru(g.RULastSecond), ru(g.RU), g.Queued, g.Running, g.Held, shortDur(g.Throttled), runaway)
 	}
 	return t.Flush()
 }
@@ -139,9 +146,10 @@ func newGroupsSetCmd(out *output, lf *liveFlags) *cobra.Command {
 	var (
 		cfg      resource.GroupConfig
 		priority string
+		rf       runawayFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "set NAME --ru N [--burstable] [--priority low|medium|high]",
+		Use:   "set NAME --ru N [--burstable] [--priority low|medium|high] [--runaway-* ...]",
 		Short: "Create or replace a resource group",
 		Long: `set creates the resource group NAME, or replaces its whole config
 (PUT /groups/NAME): a flag not given takes its default, not the group's
@@ -150,10 +158,23 @@ the new config at once.
 
 --ru is the group's share of the pool in request units per second and,
 unless --burstable, its limit; 0 = unlimited. --priority is its class
-(default medium).`,
+(default medium).
+
+The --runaway flags give the group a runaway rule (none without them; the
+store applies it with resource control): a read of the group is runaway
+once it has run longer than --runaway-exec of worker time (its steps, not
+its wall time) or read more than --runaway-rows rows; --runaway-action
+then applies to it — dryrun (counted and logged), cooldown (the lowest
+priority from its next step) or kill (it ends at its next step). With
+--runaway-watch, for that long new reads of the group with the same task
+id, or without one the same start key, are runaway from their first step.
+The store refuses negative or absurd values (a limit under 100µs or over
+24h, a watch under 1s or over 24h).`,
 		Example: `  kvctl groups set batch --ru 2000 --priority low
   kvctl groups set oltp --ru 500 --burstable --priority high
-  kvctl groups set default --ru 0 --burstable --priority medium`,
+  kvctl groups set default --ru 0 --burstable --priority medium
+  kvctl groups set batch --ru 2000 --runaway-exec 10ms --runaway-action kill --runaway-watch 1m
+  kvctl groups set report --ru 100 --runaway-rows 1000000 --runaway-action cooldown`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Name = args[0]
@@ -165,6 +186,9 @@ unless --burstable, its limit; 0 = unlimited. --priority is its class
 				return fmt.Errorf("--priority: %w", err)
 			}
 			cfg.Priority = p
+			if cfg.Runaway, err = rf.rule(cmd); err != nil {
+				return err
+			}
 			c, err := lf.client()
 			if err != nil {
 				return err
@@ -186,15 +210,54 @@ unless --burstable, its limit; 0 = unlimited. --priority is its class
 	cmd.Flags().BoolVar(&cfg.Burstable, "burstable", false, "let the group exceed --ru when the pool has spare capacity")
 	cmd.Flags().StringVar(&priority, "priority", "medium", "the group's class: low, medium or high")
 	_ = cmd.MarkFlagRequired("ru") // the flag exists
+	rf.add(cmd)
 	return cmd
+}
+
+// runawayFlags are groups set's flags of the group's runaway rule.
+type runawayFlags struct {
+	exec, watch time.Duration
+	rows        int64
+	action      string
+}
+
+func (f *runawayFlags) add(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.exec, "runaway-exec", 0, "runaway past this much worker time (its steps, not its wall time); 0 = no limit")
+	cmd.Flags().Int64Var(&f.rows, "runaway-rows", 0, "runaway past this many rows read; 0 = no limit")
+	cmd.Flags().StringVar(&f.action, "runaway-action", "", "what befalls a runaway read: dryrun, cooldown or kill")
+	cmd.Flags().DurationVar(&f.watch, "runaway-watch", 0, "for this long after, new reads of the same task id or start key are runaway from their start; 0 = no watch")
+}
+
+// rule is the rule the flags give, nil when none was given. The store
+// judges the values; kvctl only reads the action's name.
+func (f *runawayFlags) rule(cmd *cobra.Command) (*resource.RunawayRule, error) {
+	given := false
+	for _, name := range []string{"runaway-exec", "runaway-rows", "runaway-action", "runaway-watch"} {
+		given = given || cmd.Flags().Changed(name)
+	}
+	if !given {
+		return nil, nil
+	}
+	if f.action == "" {
+		return nil, errors.New("--runaway-action is required with a runaway rule: dryrun, cooldown or kill")
+	}
+	a, err := resource.ParseRunawayAction(f.action)
+	if err != nil {
+		return nil, fmt.Errorf("--runaway-action: %w", err)
+	}
+	return &resource.RunawayRule{ExecElapsed: f.exec, RowsScanned: f.rows, Action: a, Watch: f.watch}, nil
 }
 
 // groupSet is groups set's result: the config in force.
 type groupSet resource.GroupConfig
 
 func (g groupSet) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "group %s: %s RU/s, burstable %s, priority %s\n",
-		strconv.Quote(g.Name), ruLimit(g.RUPerSec), yesNo(g.Burstable), g.Priority)
+	runaway := ""
+	if g.Runaway != nil {
+		runaway = ", runaway: " + g.Runaway.String()
+	}
+	_, err := fmt.Fprintf(w, "group %s: %s RU/s, burstable %s, priority %s%s\n",
+		strconv.Quote(g.Name), ruLimit(g.RUPerSec), yesNo(g.Burstable), g.Priority, runaway)
 	return err
 }
 

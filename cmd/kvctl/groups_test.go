@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -118,4 +119,69 @@ func TestGroupsSetDelete(t *testing.T) {
 	r = kvctl(t, "groups", "delete", "", "--addr", addr)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "empty group name")
+}
+
+func TestGroupsSet_Runaway(t *testing.T) {
+	db, addr := liveStore(t, kv.Options{ResourceControl: true})
+	want := &resource.RunawayRule{ExecElapsed: 10 * time.Millisecond, RowsScanned: 5000, Action: resource.RunawayKill, Watch: time.Minute}
+
+	r := kvctl(t, "groups", "set", "batch", "--ru", "2000", "--runaway-exec", "10ms", "--runaway-rows", "5000",
+		"--runaway-action", "KILL", "--runaway-watch", "1m", "--addr", addr)
+	assert.Equal(t, "group \"batch\": 2000.0 RU/s, burstable no, priority medium, runaway: kill past 10ms or 5000 rows, watch 1m0s\n", r.ok(t))
+	assert.Equal(t, want, db.ResourceGroups().Resolve("batch").Runaway(), "the store's rule is the flags'")
+
+	got := decode[resource.GroupConfig](t, kvctl(t, "groups", "set", "batch", "--ru", "2000", "--runaway-exec", "10ms", "--runaway-rows", "5000",
+		"--runaway-action", "kill", "--runaway-watch", "1m", "--addr", addr, "--json").ok(t))
+	assert.Equal(t, want, got.Runaway)
+
+	// The list shows it, as JSON and in the table.
+	rep := decode[groupsReport](t, kvctl(t, "groups", "--addr", addr, "--json").ok(t))
+	g, ok := group(t, rep, "batch")
+	require.True(t, ok)
+	assert.Equal(t, want, g.Runaway)
+	def, _ := group(t, rep, "default")
+	assert.Nil(t, def.Runaway)
+	out := kvctl(t, "groups", "--addr", addr).ok(t)
+	assert.Contains(t, out, "RUNAWAY")
+	assert.Contains(t, out, "kill past 10ms or 5000 rows, watch 1m0s")
+
+	// One limit is enough; set without the flags removes the rule.
+	kvctl(t, "groups", "set", "batch", "--ru", "1", "--runaway-rows", "7", "--runaway-action", "dryrun", "--addr", addr).ok(t)
+	assert.Equal(t, &resource.RunawayRule{RowsScanned: 7, Action: resource.RunawayDryRun}, db.ResourceGroups().Resolve("batch").Runaway())
+	kvctl(t, "groups", "set", "batch", "--ru", "1", "--addr", addr).ok(t)
+	assert.Nil(t, db.ResourceGroups().Resolve("batch").Runaway(), "set replaces the whole config")
+}
+
+// Bad rules fail with a message that says why, and the group keeps its
+// rule: kvctl refuses a missing or unknown action itself, the store the
+// values.
+func TestGroupsSet_BadRunaway(t *testing.T) {
+	db, addr := liveStore(t, kv.Options{ResourceControl: true})
+	kept := &resource.RunawayRule{RowsScanned: 100, Action: resource.RunawayCooldown}
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "batch", Runaway: kept}))
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		{"no action", []string{"--runaway-exec", "10ms"}, "--runaway-action is required"},
+		{"unknown action", []string{"--runaway-rows", "5", "--runaway-action", "explode"}, `Action "explode" is not dryrun, cooldown or kill`},
+		{"no limit", []string{"--runaway-action", "kill"}, "neither ExecElapsed nor RowsScanned"},
+		{"negative exec", []string{"--runaway-exec", "-5ms", "--runaway-action", "kill"}, "ExecElapsed -5ms is negative"},
+		{"negative rows", []string{"--runaway-rows", "-1", "--runaway-action", "kill"}, "RowsScanned -1 is negative"},
+		{"absurd exec", []string{"--runaway-exec", "1000h", "--runaway-action", "kill"}, "ExecElapsed 1000h0m0s is neither 0"},
+		{"tiny exec", []string{"--runaway-exec", "10ns", "--runaway-action", "kill"}, "ExecElapsed 10ns is neither 0"},
+		{"absurd rows", []string{"--runaway-rows", "9223372036854775807", "--runaway-action", "kill"}, "RowsScanned 9223372036854775807 is more than"},
+		{"absurd watch", []string{"--runaway-rows", "5", "--runaway-action", "kill", "--runaway-watch", "720h"}, "Watch 720h0m0s is neither 0"},
+		{"rows not a number", []string{"--runaway-rows", "lots", "--runaway-action", "kill"}, "runaway-rows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"groups", "set", "batch", "--ru", "1", "--addr", addr}, tc.flags...)
+			r := kvctl(t, args...)
+			assert.NotZero(t, r.code)
+			assert.Contains(t, r.stderr, tc.want)
+		})
+	}
+	got, _ := db.ResourceGroups().Get("batch")
+	assert.Equal(t, kept, got.Runaway, "no bad rule may change the group's")
 }

@@ -11,6 +11,16 @@
 //	PUT    /groups/{name}  a GroupConfig as JSON; answers the config in force
 //	DELETE /groups/{name}  {"deleted": name}
 //
+// A PUT's config may carry the group's runaway rule, e.g.
+//
+//	{"ru_per_sec": 500, "runaway": {"exec_elapsed_ns": 10000000,
+//	  "rows_scanned": 0, "action": "kill", "watch_ns": 60000000000}}
+//
+// and a PUT without one removes it (a PUT replaces the whole config). A
+// rule that resource.RunawayRule.Validate refuses — a negative or absurd
+// value, an unknown action, no limit — is a 400 that names the field, and
+// changes nothing.
+//
 // Every error is a 4xx with a body {"error": "..."}; bad input never gets
 // a 500. A closed store still answers: /stats says "closed": true.
 //

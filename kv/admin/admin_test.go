@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -373,4 +374,74 @@ func TestMountedUnderPrefix(t *testing.T) {
 func parseMetrics(b []byte) (map[string]*dto.MetricFamily, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	return p.TextToMetricFamilies(strings.NewReader(string(b)))
+}
+
+// A group's runaway rule goes in with its PUT, is answered and shown by
+// GET, and a PUT without one removes it.
+func TestGroups_PutRunaway(t *testing.T) {
+	db := openDB(t, kv.Options{ResourceControl: true})
+	h := Handler(db)
+	rule := `{"exec_elapsed_ns": 10000000, "rows_scanned": 5000, "action": "kill", "watch_ns": 60000000000}`
+	rep := do(t, h, http.MethodPut, "/groups/batch", `{"ru_per_sec": 300, "runaway": `+rule+`}`)
+	require.Equal(t, http.StatusOK, rep.code, "body: %s", rep.body)
+	want := &resource.RunawayRule{ExecElapsed: 10 * time.Millisecond, RowsScanned: 5000, Action: resource.RunawayKill, Watch: time.Minute}
+	var cfg resource.GroupConfig
+	require.NoError(t, json.Unmarshal(rep.body, &cfg))
+	assert.Equal(t, want, cfg.Runaway, "the answer is the config in force")
+	assert.Equal(t, want, db.ResourceGroups().Resolve("batch").Runaway())
+
+	rep = do(t, h, http.MethodGet, "/groups/batch", "")
+	require.Equal(t, http.StatusOK, rep.code)
+	var gs resource.GroupStats
+	require.NoError(t, json.Unmarshal(rep.body, &gs))
+	assert.Equal(t, want, gs.Runaway)
+
+	// Rows only, and a null rule, which is none.
+	rep = do(t, h, http.MethodPut, "/groups/batch", `{"runaway": {"rows_scanned": 10, "action": "cooldown"}}`)
+	require.Equal(t, http.StatusOK, rep.code, "body: %s", rep.body)
+	assert.Equal(t, &resource.RunawayRule{RowsScanned: 10, Action: resource.RunawayCooldown}, db.ResourceGroups().Resolve("batch").Runaway())
+	rep = do(t, h, http.MethodPut, "/groups/batch", `{"runaway": null}`)
+	require.Equal(t, http.StatusOK, rep.code, "body: %s", rep.body)
+	assert.NotContains(t, string(rep.body), "runaway")
+	assert.Nil(t, db.ResourceGroups().Resolve("batch").Runaway(), "removed")
+}
+
+// Hostile rules get a 400 that says what is wrong, and change nothing: no
+// group is created, and an existing group keeps its rule.
+func TestGroups_BadRunaway(t *testing.T) {
+	db := openDB(t, kv.Options{ResourceControl: true})
+	h := Handler(db)
+	kept := &resource.RunawayRule{RowsScanned: 100, Action: resource.RunawayDryRun}
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "old", Runaway: kept}))
+	for _, tc := range []struct{ name, rule, want string }{
+		{"negative exec", `{"exec_elapsed_ns": -1000000, "action": "kill"}`, "ExecElapsed -1ms is negative"},
+		{"negative rows", `{"rows_scanned": -5, "action": "kill"}`, "RowsScanned -5 is negative"},
+		{"negative watch", `{"rows_scanned": 5, "action": "kill", "watch_ns": -1}`, "Watch -1ns is negative"},
+		{"exec of ten days", `{"exec_elapsed_ns": 864000000000000, "action": "kill"}`, "ExecElapsed 240h0m0s is neither 0"},
+		{"exec in ms by mistake", `{"exec_elapsed_ns": 10, "action": "kill"}`, "ExecElapsed 10ns is neither 0"},
+		{"absurd rows", `{"rows_scanned": 9223372036854775807, "action": "kill"}`, "RowsScanned 9223372036854775807 is more than"},
+		{"rows past int64", `{"rows_scanned": 1e30, "action": "kill"}`, "rows_scanned"},
+		{"exec past int64", `{"exec_elapsed_ns": 99999999999999999999, "action": "kill"}`, "exec_elapsed_ns"},
+		{"fractional rows", `{"rows_scanned": 1.5, "action": "kill"}`, "rows_scanned"},
+		{"watch of a year", `{"rows_scanned": 5, "action": "kill", "watch_ns": 31536000000000000}`, "Watch 8760h0m0s is neither 0"},
+		{"unknown action", `{"rows_scanned": 5, "action": "explode"}`, `Action "explode" is not dryrun, cooldown or kill`},
+		{"no action", `{"rows_scanned": 5}`, `Action "" is not`},
+		{"action not a string", `{"rows_scanned": 5, "action": 3}`, "action"},
+		{"no limit", `{"action": "kill", "watch_ns": 60000000000}`, "neither ExecElapsed nor RowsScanned"},
+		{"empty rule", `{}`, "neither ExecElapsed nor RowsScanned"},
+		{"duration as a string", `{"exec_elapsed_ns": "10ms", "action": "kill"}`, "exec_elapsed_ns"},
+		{"unknown field", `{"rows_scanned": 5, "action": "kill", "max_rows": 1}`, "max_rows"},
+		{"not an object", `"kill"`, "runaway"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, name := range []string{"g", "old"} {
+				msg := errorOf(t, do(t, h, http.MethodPut, "/groups/"+name, `{"runaway": `+tc.rule+`}`), http.StatusBadRequest)
+				assert.Contains(t, msg, tc.want)
+			}
+		})
+	}
+	_, ok := db.ResourceGroups().Get("g")
+	assert.False(t, ok, "no bad rule may create a group")
+	got, _ := db.ResourceGroups().Get("old")
+	assert.Equal(t, kept, got.Runaway, "no bad rule may change a group's")
 }

@@ -147,6 +147,7 @@ func FuzzPutGroup(f *testing.F) {
 		assert.Equal(t, want.RUPerSec, gs.RUPerSec)
 		assert.Equal(t, want.Burstable, gs.Burstable)
 		assert.Equal(t, want.Priority.String(), gs.Priority)
+		assert.Equal(t, want.Runaway, gs.Runaway)
 	})
 }
 
