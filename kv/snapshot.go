@@ -110,6 +110,15 @@ func (s *Snapshot) closedOr(err error) error {
 	return s.db.closedOr(err)
 }
 
+// The embedded snapshot is a view: every iterator opened on it sees the
+// store as of NewSnapshot, and the row cache, which holds the newest
+// values, never answers for it.
+var _ view = (*Snapshot)(nil)
+
+func (s *Snapshot) reader() scan.Reader      { return snapshotReader{s} }
+func (s *Snapshot) fixed() bool              { return true }
+func (s *Snapshot) cacheFor([]byte) cacheUse { return noCache }
+
 // newIter opens an iterator over the snapshot.
 func (s *Snapshot) newIter(o *pebble.IterOptions) (it *pebble.Iterator, err error) {
 	err = s.use(func(snap *pebble.Snapshot) error {
@@ -127,7 +136,8 @@ func (r snapshotReader) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
 	return r.s.newIter(o)
 }
 
-// read reads key from the snapshot: a copy of its value, or ErrNotFound.
+// read is view.read: key from the snapshot, a copy of its value, or
+// ErrNotFound.
 func (s *Snapshot) read(key []byte) (val []byte, err error) {
 	err = s.use(func(snap *pebble.Snapshot) error {
 		v, closer, err := snap.Get(key)
@@ -151,24 +161,7 @@ func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 		}
 		return s.backend.Get(ctx, key)
 	}
-	if len(key) == 0 {
-		return nil, s.closedOr(ErrEmptyKey)
-	}
-	db := s.db
-	o, err := spawnOptions(ctx, db.groupsIfControlled())
-	if err != nil {
-		return nil, s.closedOr(getError(key, err))
-	}
-	if db.pool == nil {
-		if err := ctx.Err(); err != nil {
-			return nil, s.closedOr(getError(key, err))
-		}
-		val, err := s.read(key)
-		return val, getError(key, err)
-	}
-	t := getTasks.Get().(*getTask)
-	t.db, t.key, t.snap = db, key, s
-	return t.run(ctx, o)
+	return s.db.get(ctx, s, key)
 }
 
 // MultiGet is DB.MultiGet on the snapshot's view.
@@ -179,7 +172,7 @@ func (s *Snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error
 		}
 		return s.backend.MultiGet(ctx, keys)
 	}
-	return s.db.multiGet(ctx, keys, s.newIter, s.closedOr)
+	return s.db.multiGet(ctx, s, keys)
 }
 
 // Scan is DB.Scan on the snapshot's view.
@@ -190,7 +183,7 @@ func (s *Snapshot) Scan(ctx context.Context, start, end []byte, opts *ScanOption
 		}
 		return s.backend.Scan(ctx, start, end, opts)
 	}
-	return s.db.scan(ctx, start, end, opts, s)
+	return s.db.scan(ctx, s, start, end, opts)
 }
 
 // Coprocessor is DB.Coprocessor on the snapshot's view.
@@ -201,8 +194,7 @@ func (s *Snapshot) Coprocessor(ctx context.Context, req *coproc.Request) (*copro
 		}
 		return s.backend.Coprocessor(ctx, req)
 	}
-	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(snapshotReader{s}, spec) }
-	return s.db.coprocessor(ctx, req, func() {}, open, func() {}, s.closedOr)
+	return s.db.coprocessor(ctx, s, req)
 }
 
 // closeSnapshots closes the snapshots left open, for DB.Close, once no read
