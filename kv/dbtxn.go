@@ -14,7 +14,7 @@ import (
 // in a map, and a read set that its commit is checked against (oracle.go).
 type dbTxn struct {
 	db    *DB
-	snap  *Snapshot
+	snap  *dbSnapshot
 	start uint64
 	// mu guards reads.ranges: an Iterator's Close, from any goroutine,
 	// narrows its scan's range to what was read.

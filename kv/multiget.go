@@ -252,7 +252,7 @@ func (db *DB) readParts(ctx context.Context, whole *multiGetTask, bounds []int, 
 		// live store each would see the writes completed by then. A
 		// snapshot registered with the store, so that DB.Close closes it
 		// if it comes first, keeps them on one view.
-		s, err := db.NewSnapshot(context.Background())
+		s, err := db.snapshot()
 		if err != nil {
 			return err
 		}
@@ -261,7 +261,7 @@ func (db *DB) readParts(ctx context.Context, whole *multiGetTask, bounds []int, 
 				err = cerr
 			}
 		}()
-		r = s.reader()
+		r = s
 	}
 	// Once one part has failed, or one could not be spawned, the MultiGet
 	// fails whatever the others read: pctx ends them at their next step
