@@ -20,7 +20,8 @@ func (db *DB) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Res
 	return db.coprocessor(ctx, db, req)
 }
 
-// coprocessor runs req over v, db itself or one of its snapshots.
+// coprocessor runs req over v: db itself, one of its snapshots or a
+// Txn's.
 func (db *DB) coprocessor(ctx context.Context, v view, req *coproc.Request) (*coproc.Response, error) {
 	if req == nil {
 		return nil, v.closedOr(fmt.Errorf("kv: coprocessor: %w: nil request", coproc.ErrInvalidRequest))

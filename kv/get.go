@@ -26,7 +26,7 @@ func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 	return db.get(ctx, db, key)
 }
 
-// get is a Get of key from v, db itself or one of its snapshots.
+// get is a Get of key from v: db itself, one of its snapshots or a Txn's.
 func (db *DB) get(ctx context.Context, v view, key []byte) ([]byte, error) {
 	if len(key) == 0 {
 		return nil, v.closedOr(ErrEmptyKey)
@@ -134,7 +134,7 @@ func (db *DB) readStorage(key []byte, gen cacheStamp) ([]byte, error) {
 // recycled, so a Get allocates only its result.
 type getTask struct {
 	db   *DB
-	v    view // what the Get reads: db, or one of its snapshots
+	v    view // what the Get reads (DB.get)
 	key  []byte
 	val  []byte
 	err  error

@@ -41,7 +41,7 @@ func (db *DB) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *I
 	return db.scan(ctx, db, start, end, opts)
 }
 
-// scan is a Scan of v, db itself or one of its snapshots.
+// scan is a Scan of v: db itself, one of its snapshots or a Txn's.
 func (db *DB) scan(ctx context.Context, v view, start, end []byte, opts *ScanOptions) *Iterator {
 	var so ScanOptions
 	if opts != nil {

@@ -41,8 +41,8 @@ func (db *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	return db.multiGet(ctx, db, keys)
 }
 
-// multiGet is a MultiGet of keys from v, db itself or one of its
-// snapshots.
+// multiGet is a MultiGet of keys from v: db itself, one of its snapshots
+// or a Txn's.
 func (db *DB) multiGet(ctx context.Context, v view, keys [][]byte) ([][]byte, error) {
 	for _, k := range keys {
 		if len(k) == 0 {

@@ -5,10 +5,11 @@ import (
 )
 
 // A view is what a read of the embedded store reads: the store's live
-// state (*DB), one of its snapshots, or a Txn's snapshot. Get, MultiGet,
-// Scan and Coprocessor are written once, as methods of the DB that take
-// the view (DB.get, DB.multiGet, DB.scan, DB.coprocessor); a view says
-// only what differs between them. What does not differ is the store's:
+// state (*DB, below), one of its snapshots (*dbSnapshot, dbsnapshot.go),
+// or a Txn's snapshot (*txnView, dbtxn.go). Get, MultiGet, Scan and
+// Coprocessor are written once, as methods of the DB that take the view
+// (DB.get, DB.multiGet, DB.scan, DB.coprocessor); a view says only what
+// differs between them. What does not differ is the store's:
 // its pool, its resource groups, and its call guard (DB.enter, released
 // with db.mu.RUnlock), which every view's reads take alike — a snapshot's
 // own lock is taken only around each call into its Pebble snapshot.
@@ -48,9 +49,10 @@ const (
 	// and the Get's step goes straight to Pebble and puts the value it
 	// reads (DB.readStorage).
 	ownCache
-	// cacheHits: a hit is the answer if the key still has the view's value
-	// (cacheFor says so again after the lookup); a miss is neither counted
-	// nor filled, as the view's value may be older than the cache's.
+	// cacheHits: a Txn's. A hit is the answer if the key still has the
+	// view's value (cacheFor says so again after the lookup); a miss is
+	// neither counted nor filled, as the view's value may be older than
+	// the cache's.
 	cacheHits
 )
 
