@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/scan"
 )
@@ -19,26 +17,21 @@ import (
 // — runs on the caller's goroutine. A malformed request is an error that
 // names the field, never a panic.
 func (db *DB) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error) {
-	var snap *pebble.Snapshot
-	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(snap, spec) }
-	release := func() { _ = snap.Close() }
-	return db.coprocessor(ctx, req, func() { snap = db.pdb.NewSnapshot() }, open, release, db.closedOr)
+	return db.coprocessor(ctx, db, req)
 }
 
-// coprocessor runs req over the view open opens cursors on: start, called
-// under mu once the request is checked, takes the view (the DB's: a Pebble
-// snapshot of its own; a Snapshot's: nothing), release lets it go, and
-// closedOr words failures.
-func (db *DB) coprocessor(ctx context.Context, req *coproc.Request, start func(), open func(scan.Spec) (*scan.Cursor, error), release func(), closedOr func(error) error) (*coproc.Response, error) {
+// coprocessor runs req over v: db itself, one of its snapshots or a
+// Txn's.
+func (db *DB) coprocessor(ctx context.Context, v view, req *coproc.Request) (*coproc.Response, error) {
 	if req == nil {
-		return nil, closedOr(fmt.Errorf("kv: coprocessor: %w: nil request", coproc.ErrInvalidRequest))
+		return nil, v.closedOr(fmt.Errorf("kv: coprocessor: %w: nil request", coproc.ErrInvalidRequest))
 	}
 	o, err := spawnOptions(ctx, db.groupsIfControlled())
 	if err != nil {
-		return nil, closedOr(copError(err))
+		return nil, v.closedOr(copError(err))
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, closedOr(copError(err))
+		return nil, v.closedOr(copError(err))
 	}
 	if err := db.enter(); err != nil {
 		return nil, copError(err)
@@ -46,7 +39,16 @@ func (db *DB) coprocessor(ctx context.Context, req *coproc.Request, start func()
 	// The read lock is held until the snapshot belongs to the task and the
 	// task to the pool (or, direct, until it has run): Close cannot close
 	// Pebble under it.
-	start()
+	r, release := v.reader(), func() {}
+	if !v.fixed() {
+		// The task opens a cursor per range, at different moments: on the
+		// live store they all read one Pebble snapshot, taken now and let
+		// go when the task ends (Close waits for that before it closes
+		// Pebble).
+		snap := db.pdb.NewSnapshot()
+		r, release = snap, func() { _ = snap.Close() }
+	}
+	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(r, spec) }
 	t, err := coproc.NewTask(ctx, req, open, release)
 	if err != nil {
 		release()

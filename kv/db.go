@@ -56,7 +56,7 @@ type DB struct {
 	// snapshots are the open snapshots, which Close closes; nil once Close
 	// has taken them.
 	snapMu    sync.Mutex
-	snapshots map[*Snapshot]struct{}
+	snapshots map[*dbSnapshot]struct{}
 
 	// writeMu orders writes against a range deletion with an open end:
 	// writes hold it shared, and such a deletion holds it exclusively

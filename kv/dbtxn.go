@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/coopkv/coopkv/scan"
 )
 
 // dbTxn is the embedded store's transaction: reads through a snapshot
 // taken at its start (in the read pool, as a Snapshot's), writes buffered
 // in a map, and a read set that its commit is checked against (oracle.go).
 type dbTxn struct {
-	db    *DB
-	snap  *Snapshot
-	start uint64
+	db *DB
+	// view is what the Txn reads beneath its own writes: its snapshot,
+	// as of its start.
+	view txnView
 	// mu guards reads.ranges: an Iterator's Close, from any goroutine,
 	// narrows its scan's range to what was read.
 	mu     sync.Mutex
@@ -46,7 +49,36 @@ func (db *DB) NewTxn(ctx context.Context) (*Txn, error) {
 	}
 	defer db.mu.RUnlock()
 	start, ps := db.beginTxn()
-	return NewTxnFrom(&dbTxn{db: db, snap: db.trackSnapshot(ps), start: start}), nil
+	return NewTxnFrom(&dbTxn{db: db, view: txnView{snap: db.trackSnapshot(ps), start: start}}), nil
+}
+
+// txnView is a Txn's snapshot as its reads see it: the snapshot's view,
+// where the row cache may answer a Get as well, as DB.Get's (on the
+// caller's goroutine, counted and charged by the pool), when the cached
+// value is the one as of the Txn's start. A read-modify-write of a hot key
+// (YCSB F) then costs no Pebble read.
+type txnView struct {
+	snap  *dbSnapshot
+	start uint64 // the Txn's start in the oracle's log
+}
+
+var _ view = (*txnView)(nil)
+
+func (v *txnView) reader() scan.Reader             { return v.snap }
+func (v *txnView) fixed() bool                     { return true }
+func (v *txnView) closedOr(err error) error        { return v.snap.closedOr(err) }
+func (v *txnView) read(key []byte) ([]byte, error) { return v.snap.read(key) }
+
+// cacheFor lets the row cache answer a Get of key while no write sequenced
+// since the Txn's start can have written it. The cache holds the newest
+// value and serves no hit while a write of the key is in flight, so a hit
+// is then the start's value; asked again after the lookup, the oracle sees
+// any write whose value the lookup saw (oracle.unwrittenSince).
+func (v *txnView) cacheFor(key []byte) cacheUse {
+	if v.snap.db.oracle.unwrittenSince(key, v.start) {
+		return cacheHits
+	}
+	return noCache
 }
 
 func (t *dbTxn) Get(ctx context.Context, key []byte) ([]byte, error) {
@@ -56,44 +88,11 @@ func (t *dbTxn) Get(ctx context.Context, key []byte) ([]byte, error) {
 		}
 		return append(make([]byte, 0, len(w.val)), w.val...), nil
 	}
-	if v, ok := t.cachedGet(ctx, key); ok {
-		t.reads.addKey(key)
-		return v, nil
-	}
-	v, err := t.snap.Get(ctx, key)
+	v, err := t.db.get(ctx, &t.view, key)
 	if err == nil || err == ErrNotFound {
 		t.reads.addKey(key)
 	}
 	return v, err
-}
-
-// cachedGet serves a Get from the row cache, as DB.Get does (on the
-// caller's goroutine, counted and charged by the pool), when the cached
-// value is the one as of the Txn's start: the cache holds the newest value
-// and serves no hit while a write of the key is in flight, so a hit is
-// the start's value unless a write sequenced since wrote the key — which
-// the oracle's stripes rule out. A read-modify-write of a hot key (YCSB F)
-// then costs no Pebble read.
-func (t *dbTxn) cachedGet(ctx context.Context, key []byte) ([]byte, bool) {
-	db := t.db
-	if db.cache == nil || db.pool == nil || db.opts.RowCacheHitsInPool || !db.oracle.unwrittenSince(key, t.start) {
-		return nil, false
-	}
-	o, err := spawnOptions(ctx, db.groupsIfControlled())
-	if err != nil || ctx.Err() != nil || db.enter() != nil {
-		return nil, false // the snapshot's read says why
-	}
-	defer db.mu.RUnlock()
-	var val []byte
-	hit := db.pool.Bypass(o, func() (int64, bool) {
-		v, ok, _ := db.cache.lookup(key)
-		if !ok || !db.oracle.unwrittenSince(key, t.start) {
-			return 0, false
-		}
-		val = v
-		return int64(len(v)), true
-	})
-	return val, hit
 }
 
 func (t *dbTxn) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
@@ -112,7 +111,7 @@ func (t *dbTxn) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if len(rest) == 0 {
 		return vals, nil
 	}
-	got, err := t.snap.MultiGet(ctx, rest)
+	got, err := t.db.multiGet(ctx, &t.view, rest)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +139,7 @@ func (t *dbTxn) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) 
 	if under.Limit > 0 {
 		under.Limit += len(own) // enough rows however many of them own hides
 	}
-	u := t.snap.Scan(ctx, start, end, &under)
+	u := t.db.scan(ctx, &t.view, start, end, &under)
 	t.mu.Lock()
 	t.reads.addRange(span{start: start, end: end})
 	i := len(t.reads.ranges) - 1
@@ -233,7 +232,7 @@ func (t *dbTxn) Commit(ctx context.Context) error {
 		return err
 	}
 	defer db.exitWrite(false)
-	check := txnCheck{start: t.start, reads: &reads}
+	check := txnCheck{start: t.view.start, reads: &reads}
 	err := db.applyOps(ops, &check)
 	t.endedInLog = check.ended // else release ends it
 	if err != nil && !errors.Is(err, ErrConflict) {
@@ -250,9 +249,9 @@ func (t *dbTxn) release() {
 		return
 	}
 	t.ended = true
-	_ = t.snap.Close()
+	_ = t.view.snap.Close()
 	if !t.endedInLog {
-		t.db.endTxn(t.start)
+		t.db.endTxn(t.view.start)
 	}
 	t.writes = nil
 }

@@ -3,6 +3,7 @@ package kv
 import (
 	"context"
 	"io"
+	"sync"
 
 	"github.com/coopkv/coopkv/coproc"
 )
@@ -10,9 +11,11 @@ import (
 // This file is the driver surface: what a backend other than *DB (package
 // kv/tikv, a test double) needs to implement Store with kv's own concrete
 // Iterator, Snapshot and Batch, the way database/sql/driver serves
-// database/sql. The embedded store does not go through it: an Iterator or
-// Snapshot holds either its own machinery or a backend's, and branches on
-// which, so that no read of *DB pays an interface call per row.
+// database/sql. A Snapshot always reads through a SnapshotBackend — the
+// embedded store's is one too (dbSnapshot) — at one interface call per
+// read. An Iterator holds either its own machinery or a backend's Rows,
+// and branches on which, so that no Scan of *DB pays an interface call per
+// row.
 
 // Rows is a backend's running scan, read by the Iterator NewIterator makes
 // of it. Only the Iterator's reader calls Next; Close may come from any
@@ -104,24 +107,62 @@ type SnapshotBackend interface {
 // start after it with ErrClosed without calling b; a read that races with
 // Close is b's to answer.
 func NewSnapshotFrom(b SnapshotBackend) *Snapshot {
-	return &Snapshot{backend: b}
+	return &Snapshot{backend: &backendSnapshot{b: b}}
 }
 
-// backendOpen reports whether a backend's snapshot is still open.
-func (s *Snapshot) backendOpen() bool {
+// backendSnapshot is a backend's snapshot as NewSnapshotFrom wraps it: it
+// calls b.Close once, and refuses the reads that start after it. The
+// embedded store's snapshot (dbSnapshot) needs no such wrapper: it keeps
+// its own state, and words its own errors.
+type backendSnapshot struct {
+	b      SnapshotBackend
+	mu     sync.RWMutex // guards closed
+	closed bool
+}
+
+// open reports whether the snapshot is still open.
+func (s *backendSnapshot) open() bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return !s.backendClosed
+	return !s.closed
 }
 
-// closeBackend closes a backend's snapshot once.
-func (s *Snapshot) closeBackend() error {
+func (s *backendSnapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if !s.open() {
+		return nil, ErrClosed
+	}
+	return s.b.Get(ctx, key)
+}
+
+func (s *backendSnapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	if !s.open() {
+		return nil, ErrClosed
+	}
+	return s.b.MultiGet(ctx, keys)
+}
+
+func (s *backendSnapshot) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator {
+	if !s.open() {
+		return &Iterator{err: ErrClosed}
+	}
+	return s.b.Scan(ctx, start, end, opts)
+}
+
+func (s *backendSnapshot) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error) {
+	if !s.open() {
+		return nil, ErrClosed
+	}
+	return s.b.Coprocessor(ctx, req)
+}
+
+// Close closes b once.
+func (s *backendSnapshot) Close() error {
 	s.mu.Lock()
-	done := s.backendClosed
-	s.backendClosed = true
+	done := s.closed
+	s.closed = true
 	s.mu.Unlock()
 	if done {
 		return nil
 	}
-	return s.backend.Close()
+	return s.b.Close()
 }

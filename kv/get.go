@@ -23,19 +23,27 @@ import (
 // context's error as soon as the pool ends its task: the only wait here is
 // for the task's Done, which the pool calls however the task ends.
 func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
+	return db.get(ctx, db, key)
+}
+
+// get is a Get of key from v: db itself, one of its snapshots or a Txn's.
+func (db *DB) get(ctx context.Context, v view, key []byte) ([]byte, error) {
 	if len(key) == 0 {
-		return nil, db.closedOr(ErrEmptyKey)
+		return nil, v.closedOr(ErrEmptyKey)
 	}
 	o, err := spawnOptions(ctx, db.groupsIfControlled())
 	if err != nil {
-		return nil, db.closedOr(getError(key, err))
+		return nil, v.closedOr(getError(key, err))
 	}
 	if db.pool == nil {
-		return db.getDirect(ctx, key)
+		return db.getDirect(ctx, v, key)
 	}
 	t := getTasks.Get().(*getTask)
-	t.db, t.key = db, key
-	if db.cache != nil && !db.opts.RowCacheHitsInPool && ctx.Err() == nil && db.enter() == nil {
+	t.db, t.v, t.key = db, v, key
+	if db.cache != nil && !db.opts.RowCacheHitsInPool {
+		t.use = v.cacheFor(key)
+	}
+	if t.use != noCache && ctx.Err() == nil && db.enter() == nil {
 		// Under mu, shared, as a call into Pebble is: Close closes the
 		// cache, and waits for the lookup first. serve captures t, not
 		// locals of Get, so it costs no allocation.
@@ -68,20 +76,22 @@ func (t *getTask) run(ctx context.Context, o readpool.SpawnOptions) ([]byte, err
 	return val, nil
 }
 
-func (db *DB) getDirect(ctx context.Context, key []byte) ([]byte, error) {
+// getDirect is a Get without a pool, on the caller's goroutine.
+func (db *DB) getDirect(ctx context.Context, v view, key []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, db.closedOr(getError(key, err))
+		return nil, v.closedOr(getError(key, err))
 	}
 	if err := db.enter(); err != nil {
 		return nil, getError(key, err)
 	}
 	defer db.mu.RUnlock()
-	val, err := db.read(key)
+	val, err := v.read(key)
 	return val, getError(key, err)
 }
 
-// read looks key up in the row cache, then in Pebble. Its errors are
-// Pebble's, or ErrNotFound; the caller words them.
+// read is view.read for the live store: it looks key up in the row cache,
+// then in Pebble. Its errors are Pebble's, or ErrNotFound; the caller
+// words them.
 func (db *DB) read(key []byte) ([]byte, error) {
 	if h := db.hooks.beforeRead; h != nil {
 		h(key)
@@ -124,6 +134,7 @@ func (db *DB) readStorage(key []byte, gen cacheStamp) ([]byte, error) {
 // recycled, so a Get allocates only its result.
 type getTask struct {
 	db   *DB
+	v    view // what the Get reads (DB.get)
 	key  []byte
 	val  []byte
 	err  error
@@ -132,35 +143,38 @@ type getTask struct {
 	// that completes the task then hands its P to the caller at once
 	// (readpool.Awaited).
 	waiting atomic.Bool
+	// use is how the fast path may use the row cache (v.cacheFor).
+	use cacheUse
 	// missed says the caller looked in the row cache already (the fast
 	// path) and counted a miss, at stripe generation gen: the step goes
 	// straight to Pebble.
 	missed bool
 	gen    cacheStamp
-	// snap, when set, is the snapshot the Get reads (Snapshot.Get).
-	snap *Snapshot
 }
 
 // serveFromCache is Get's fast path, run by Pool.Bypass: a hit is the
-// answer; a miss is remembered so the task does not look again.
+// answer; the live store's miss is remembered so the task does not look
+// again.
 func (t *getTask) serveFromCache() (int64, bool) {
 	if h := t.db.hooks.beforeHit; h != nil {
 		h(t.key)
 	}
 	val, ok, gen := t.db.cache.lookup(t.key)
-	if ok {
+	if ok && (t.use == ownCache || t.v.cacheFor(t.key) == cacheHits) {
 		t.val = val
 		return int64(len(val)), true
 	}
-	t.db.cache.misses.Add(1)
-	t.missed, t.gen = true, gen
+	if t.use == ownCache {
+		t.db.cache.misses.Add(1)
+		t.missed, t.gen = true, gen
+	}
 	return 0, false
 }
 
 // reset readies t for its next Get and recycles it.
 func (t *getTask) reset() {
-	t.db, t.key, t.val, t.err = nil, nil, nil, nil
-	t.missed, t.gen, t.snap = false, cacheStamp{}, nil
+	t.db, t.v, t.key, t.val, t.err = nil, nil, nil, nil, nil
+	t.use, t.missed, t.gen = noCache, false, cacheStamp{}
 	t.waiting.Store(false)
 	getTasks.Put(t)
 }
@@ -168,14 +182,11 @@ func (t *getTask) reset() {
 var getTasks = sync.Pool{New: func() any { return &getTask{done: make(chan struct{}, 1)} }}
 
 func (t *getTask) Step(*readpool.StepContext) readpool.Status {
-	if t.snap != nil {
-		t.val, t.err = t.snap.read(t.key)
-		return readpool.Ready
-	}
 	if !t.missed {
-		t.val, t.err = t.db.read(t.key)
+		t.val, t.err = t.v.read(t.key)
 		return readpool.Ready
 	}
+	// The live store's, looked for in the row cache already.
 	if h := t.db.hooks.beforeRead; h != nil {
 		h(t.key)
 	}

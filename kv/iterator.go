@@ -38,18 +38,18 @@ type ReadStats struct {
 // Scan never fails at call time: errors surface through Err. It keeps its
 // own copy of start and end.
 func (db *DB) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator {
-	return db.scan(ctx, start, end, opts, nil)
+	return db.scan(ctx, db, start, end, opts)
 }
 
-// scan is a Scan of the store, or of snap when it is not nil.
-func (db *DB) scan(ctx context.Context, start, end []byte, opts *ScanOptions, snap *Snapshot) *Iterator {
+// scan is a Scan of v: db itself, one of its snapshots or a Txn's.
+func (db *DB) scan(ctx context.Context, v view, start, end []byte, opts *ScanOptions) *Iterator {
 	var so ScanOptions
 	if opts != nil {
 		so = *opts
 	}
 	start, end = cloneBounds(start, end)
 	it := &Iterator{keysOnly: so.KeysOnly, start: start, end: end}
-	src, err := db.startScan(ctx, scan.Spec{Start: start, End: end, Limit: so.Limit, Reverse: so.Reverse, KeysOnly: so.KeysOnly}, snap)
+	src, err := db.startScan(ctx, scan.Spec{Start: start, End: end, Limit: so.Limit, Reverse: so.Reverse, KeysOnly: so.KeysOnly}, v)
 	if err != nil {
 		it.err = scanError(start, end, err)
 		return it
@@ -79,7 +79,7 @@ func PrefixEnd(prefix []byte) []byte {
 // until then, so that Close cannot close Pebble under an iterator that
 // nobody would close first (spawning never blocks — a short scan's inline
 // step is bounded by the time slice — so holding it is cheap).
-func (db *DB) startScan(ctx context.Context, spec scan.Spec, snap *Snapshot) (scan.Source, error) {
+func (db *DB) startScan(ctx context.Context, spec scan.Spec, v view) (scan.Source, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
@@ -91,11 +91,7 @@ func (db *DB) startScan(ctx context.Context, spec scan.Spec, snap *Snapshot) (sc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var r scan.Reader = db.pdb
-	if snap != nil {
-		r = snapshotReader{snap}
-	}
-	c, err := scan.NewCursor(r, spec) // validates spec
+	c, err := scan.NewCursor(v.reader(), spec) // validates spec
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/scan"
 )
 
 // shortMultiGet is the most keys a MultiGet may read and still be spawned
@@ -37,30 +38,12 @@ const directCheckEvery = 64
 // snapshot taken by the call, so that their reads wait on the disk side by
 // side. Each part counts against the pool's MaxTasks.
 func (db *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	return db.multiGetOn(ctx, keys, multiGetView{newIter: db.pdb.NewIter, closedOr: db.closedOr})
+	return db.multiGet(ctx, db, keys)
 }
 
-// multiGet is a MultiGet over a snapshot's view: every iterator newIter
-// opens sees that one view. closedOr words its failures.
-func (db *DB) multiGet(ctx context.Context, keys [][]byte, newIter func(*pebble.IterOptions) (*pebble.Iterator, error), closedOr func(error) error) ([][]byte, error) {
-	return db.multiGetOn(ctx, keys, multiGetView{newIter: newIter, closedOr: closedOr, fixed: true})
-}
-
-// multiGetView is what a MultiGet reads.
-type multiGetView struct {
-	// newIter opens an iterator on the view.
-	newIter func(*pebble.IterOptions) (*pebble.Iterator, error)
-	// closedOr words the MultiGet's failures.
-	closedOr func(error) error
-	// fixed says that every iterator newIter opens sees one view (a
-	// snapshot's), so that the parts of a split MultiGet may each open
-	// their own; the store's live view is not, and a split MultiGet takes
-	// a snapshot of it first.
-	fixed bool
-}
-
-// multiGetOn is a MultiGet over v.
-func (db *DB) multiGetOn(ctx context.Context, keys [][]byte, v multiGetView) ([][]byte, error) {
+// multiGet is a MultiGet of keys from v: db itself, one of its snapshots
+// or a Txn's.
+func (db *DB) multiGet(ctx context.Context, v view, keys [][]byte) ([][]byte, error) {
 	for _, k := range keys {
 		if len(k) == 0 {
 			return nil, v.closedOr(multiGetError(len(keys), ErrEmptyKey))
@@ -70,7 +53,7 @@ func (db *DB) multiGetOn(ctx context.Context, keys [][]byte, v multiGetView) ([]
 	if err != nil {
 		return nil, v.closedOr(multiGetError(len(keys), err))
 	}
-	t := newMultiGet(v.newIter, keys)
+	t := newMultiGet(v.reader(), keys)
 	var bounds []int // where to cut the keys; nil: one task
 	if db.pool != nil && db.reads.slow() {
 		bounds = multiGetParts(len(keys))
@@ -118,20 +101,20 @@ func multiGetError(n int, err error) error {
 
 // multiGetTask is a MultiGet as a read-pool task.
 type multiGetTask struct {
-	newIter func(*pebble.IterOptions) (*pebble.Iterator, error)
-	keys    [][]byte
-	order   []int    // indexes of keys, in key order (a part's: its share of them)
-	next    int      // the next of order to read
-	vals    [][]byte // the whole MultiGet's, shared by its parts: each writes its own indexes
-	it      *pebble.Iterator
-	err     error
+	r     scan.Reader // the view the task reads
+	keys  [][]byte
+	order []int    // indexes of keys, in key order (a part's: its share of them)
+	next  int      // the next of order to read
+	vals  [][]byte // the whole MultiGet's, shared by its parts: each writes its own indexes
+	it    *pebble.Iterator
+	err   error
 	// done receives the task when it has ended: its own channel, or one
 	// that all the parts of a MultiGet share, buffered for every one.
 	done chan *multiGetTask
 }
 
-func newMultiGet(newIter func(*pebble.IterOptions) (*pebble.Iterator, error), keys [][]byte) *multiGetTask {
-	t := &multiGetTask{newIter: newIter, keys: keys, order: make([]int, len(keys)), vals: make([][]byte, len(keys)), done: make(chan *multiGetTask, 1)}
+func newMultiGet(r scan.Reader, keys [][]byte) *multiGetTask {
+	t := &multiGetTask{r: r, keys: keys, order: make([]int, len(keys)), vals: make([][]byte, len(keys)), done: make(chan *multiGetTask, 1)}
 	for i := range t.order {
 		t.order[i] = i
 	}
@@ -144,7 +127,7 @@ func newMultiGet(newIter func(*pebble.IterOptions) (*pebble.Iterator, error), ke
 // bytes.
 func (t *multiGetTask) read(yield func() bool, charge func(rows, bytes int64)) bool {
 	if t.it == nil {
-		if t.it, t.err = t.newIter(nil); t.err != nil {
+		if t.it, t.err = t.r.NewIter(nil); t.err != nil {
 			t.it = nil
 			return true
 		}
@@ -259,17 +242,17 @@ func multiGetParts(n int) []int {
 // spawned has ended and closed its iterator, and the snapshot it took is
 // closed too. A part may read a key its neighbour reads too (a repeat cut
 // apart): on one view it gets the same value, in a copy of its own.
-func (db *DB) readParts(ctx context.Context, whole *multiGetTask, bounds []int, o readpool.SpawnOptions, v multiGetView) (err error) {
+func (db *DB) readParts(ctx context.Context, whole *multiGetTask, bounds []int, o readpool.SpawnOptions, v view) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err // no snapshot for nothing
 	}
-	newIter := v.newIter
-	if !v.fixed {
+	r := v.reader()
+	if !v.fixed() {
 		// The parts open their iterators at different moments: on the
 		// live store each would see the writes completed by then. A
 		// snapshot registered with the store, so that DB.Close closes it
 		// if it comes first, keeps them on one view.
-		s, err := db.NewSnapshot(context.Background())
+		s, err := db.snapshot()
 		if err != nil {
 			return err
 		}
@@ -278,7 +261,7 @@ func (db *DB) readParts(ctx context.Context, whole *multiGetTask, bounds []int, 
 				err = cerr
 			}
 		}()
-		newIter = s.newIter
+		r = s
 	}
 	// Once one part has failed, or one could not be spawned, the MultiGet
 	// fails whatever the others read: pctx ends them at their next step
@@ -289,7 +272,7 @@ func (db *DB) readParts(ctx context.Context, whole *multiGetTask, bounds []int, 
 	ended := make(chan *multiGetTask, len(bounds)-1)
 	spawned := 0
 	for i := range len(bounds) - 1 {
-		p := &multiGetTask{newIter: newIter, keys: whole.keys, order: whole.order[bounds[i]:bounds[i+1]], vals: whole.vals, done: ended}
+		p := &multiGetTask{r: r, keys: whole.keys, order: whole.order[bounds[i]:bounds[i+1]], vals: whole.vals, done: ended}
 		// Not inline: the caller would step its part before it spawns the
 		// next, one disk read each. Not short: on a slow disk no part
 		// ends in microseconds.

@@ -127,7 +127,7 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 	// Check reads table files with the options Pebble runs with.
 	po = po.Clone()
 	po.EnsureDefaults()
-	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*Snapshot]struct{}{}, closers: closers, disk: disk, reads: reads, groups: resource.NewManager(), closeDone: make(chan struct{})}
+	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*dbSnapshot]struct{}{}, closers: closers, disk: disk, reads: reads, groups: resource.NewManager(), closeDone: make(chan struct{})}
 	db.oracle.seed = maphash.MakeSeed()
 	if err := db.checkTableFiles(); err != nil {
 		db.closeStorage()

@@ -2,14 +2,8 @@ package kv
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coopkv/coopkv/coproc"
-	"github.com/coopkv/coopkv/scan"
 )
 
 // Snapshot is a consistent, read-only view of the store as of
@@ -26,195 +20,31 @@ import (
 // Scan or MultiGet already running through a snapshot when it is closed
 // finishes on the view it opened. A Snapshot is safe for concurrent use.
 type Snapshot struct {
-	db *DB // nil for a backend's snapshot
-	// mu guards snap against Close: every call into it holds mu shared,
-	// and Close takes it alone (Pebble panics on a closed snapshot). For
-	// a backend's snapshot it guards backendClosed.
-	mu   sync.RWMutex
-	snap *pebble.Snapshot // nil once closed
-	// backend, when not nil, is the snapshot of a backend other than *DB
-	// (NewSnapshotFrom), which serves every read.
-	backend       SnapshotBackend
-	backendClosed bool
-}
-
-// NewSnapshot returns a snapshot of the store as of now. It fails with
-// ErrClosed after Close and with ctx's error when ctx is done.
-func (db *DB) NewSnapshot(ctx context.Context) (*Snapshot, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, db.closedOr(fmt.Errorf("kv: new snapshot: %w", err))
-	}
-	if err := db.enter(); err != nil {
-		return nil, err
-	}
-	defer db.mu.RUnlock()
-	return db.trackSnapshot(db.pdb.NewSnapshot()), nil
-}
-
-// trackSnapshot wraps a Pebble snapshot, which Close will close if nobody
-// does before; the caller holds mu shared.
-func (db *DB) trackSnapshot(ps *pebble.Snapshot) *Snapshot {
-	s := &Snapshot{db: db, snap: ps}
-	db.snapMu.Lock()
-	db.snapshots[s] = struct{}{} // not nil: Close has not begun, as we hold mu
-	db.snapMu.Unlock()
-	return s
-}
-
-// Close releases the snapshot: later reads through it fail with ErrClosed.
-// It is idempotent and returns nil also after DB.Close closed it.
-func (s *Snapshot) Close() error {
-	if s.backend != nil {
-		return s.closeBackend()
-	}
-	err := s.release()
-	s.db.snapMu.Lock()
-	if s.db.snapshots != nil {
-		delete(s.db.snapshots, s)
-	}
-	s.db.snapMu.Unlock()
-	return err
-}
-
-// release closes the Pebble snapshot once.
-func (s *Snapshot) release() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.snap == nil {
-		return nil
-	}
-	err := s.snap.Close()
-	s.snap = nil
-	return err
-}
-
-// use runs f on the Pebble snapshot, held open meanwhile, or returns
-// ErrClosed.
-func (s *Snapshot) use(f func(*pebble.Snapshot) error) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.snap == nil {
-		return ErrClosed
-	}
-	return f(s.snap)
-}
-
-// closedOr is DB.closedOr, and ErrClosed for a closed snapshot too.
-func (s *Snapshot) closedOr(err error) error {
-	s.mu.RLock()
-	closed := s.snap == nil
-	s.mu.RUnlock()
-	if closed {
-		return ErrClosed
-	}
-	return s.db.closedOr(err)
-}
-
-// newIter opens an iterator over the snapshot.
-func (s *Snapshot) newIter(o *pebble.IterOptions) (it *pebble.Iterator, err error) {
-	err = s.use(func(snap *pebble.Snapshot) error {
-		it, err = snap.NewIter(o)
-		return err
-	})
-	return it, err
-}
-
-// snapshotReader is a Snapshot as scan.NewCursor reads it, kept off the
-// Snapshot's own methods so that no Pebble iterator escapes the package.
-type snapshotReader struct{ s *Snapshot }
-
-func (r snapshotReader) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
-	return r.s.newIter(o)
-}
-
-// read reads key from the snapshot: a copy of its value, or ErrNotFound.
-func (s *Snapshot) read(key []byte) (val []byte, err error) {
-	err = s.use(func(snap *pebble.Snapshot) error {
-		v, closer, err := snap.Get(key)
-		if errors.Is(err, pebble.ErrNotFound) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		val = append(make([]byte, 0, len(v)), v...) // non-nil when empty
-		return closer.Close()
-	})
-	return val, err
+	// backend serves every call: the embedded store's snapshot
+	// (dbSnapshot, DB.NewSnapshot) or another backend's (NewSnapshotFrom).
+	backend SnapshotBackend
 }
 
 // Get is DB.Get on the snapshot's view (without the row cache).
 func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
-	if s.backend != nil {
-		if !s.backendOpen() {
-			return nil, ErrClosed
-		}
-		return s.backend.Get(ctx, key)
-	}
-	if len(key) == 0 {
-		return nil, s.closedOr(ErrEmptyKey)
-	}
-	db := s.db
-	o, err := spawnOptions(ctx, db.groupsIfControlled())
-	if err != nil {
-		return nil, s.closedOr(getError(key, err))
-	}
-	if db.pool == nil {
-		if err := ctx.Err(); err != nil {
-			return nil, s.closedOr(getError(key, err))
-		}
-		val, err := s.read(key)
-		return val, getError(key, err)
-	}
-	t := getTasks.Get().(*getTask)
-	t.db, t.key, t.snap = db, key, s
-	return t.run(ctx, o)
+	return s.backend.Get(ctx, key)
 }
 
 // MultiGet is DB.MultiGet on the snapshot's view.
 func (s *Snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	if s.backend != nil {
-		if !s.backendOpen() {
-			return nil, ErrClosed
-		}
-		return s.backend.MultiGet(ctx, keys)
-	}
-	return s.db.multiGet(ctx, keys, s.newIter, s.closedOr)
+	return s.backend.MultiGet(ctx, keys)
 }
 
 // Scan is DB.Scan on the snapshot's view.
 func (s *Snapshot) Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator {
-	if s.backend != nil {
-		if !s.backendOpen() {
-			return &Iterator{err: ErrClosed}
-		}
-		return s.backend.Scan(ctx, start, end, opts)
-	}
-	return s.db.scan(ctx, start, end, opts, s)
+	return s.backend.Scan(ctx, start, end, opts)
 }
 
 // Coprocessor is DB.Coprocessor on the snapshot's view.
 func (s *Snapshot) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error) {
-	if s.backend != nil {
-		if !s.backendOpen() {
-			return nil, ErrClosed
-		}
-		return s.backend.Coprocessor(ctx, req)
-	}
-	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(snapshotReader{s}, spec) }
-	return s.db.coprocessor(ctx, req, func() {}, open, func() {}, s.closedOr)
+	return s.backend.Coprocessor(ctx, req)
 }
 
-// closeSnapshots closes the snapshots left open, for DB.Close, once no read
-// can use them; later Snapshot.Close calls return nil.
-func (db *DB) closeSnapshots() error {
-	db.snapMu.Lock()
-	open := db.snapshots
-	db.snapshots = nil
-	db.snapMu.Unlock()
-	var errs []error
-	for s := range open {
-		errs = append(errs, s.release())
-	}
-	return errors.Join(errs...)
-}
+// Close releases the snapshot: later reads through it fail with ErrClosed.
+// It is idempotent and returns nil also after DB.Close closed it.
+func (s *Snapshot) Close() error { return s.backend.Close() }
