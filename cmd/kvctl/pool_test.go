@@ -14,7 +14,7 @@ import (
 
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/kv/admin"
-	"github.com/coopkv/coopkv/kv/kvtest"
+	"github.com/coopkv/coopkv/kv/kvtest/faultfs"
 	"github.com/coopkv/coopkv/readpool"
 )
 
@@ -135,7 +135,7 @@ func durationNS(n int64) time.Duration { return time.Duration(n) }
 // TestPool_FailedStore shows a running store that a failed WAL sync has
 // failed: the cause in --json, a line that says so in the text.
 func TestPool_FailedStore(t *testing.T) {
-	inj := kvtest.SyncFaults()
+	inj := faultfs.SyncFaults()
 	db, err := kv.Open("", &kv.Options{FS: errorfs.Wrap(vfs.NewMem(), inj), Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	srv := httptest.NewServer(admin.Handler(db))

@@ -16,7 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/coopkv/coopkv/kv"
-	"github.com/coopkv/coopkv/kv/kvtest"
+	"github.com/coopkv/coopkv/kv/kvtest/faultfs"
 	"github.com/coopkv/coopkv/resource"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -331,7 +331,7 @@ func TestMetrics_DirectHasNoPool(t *testing.T) {
 // TestMetrics_FailedStore: a store a failed WAL sync has failed says so in
 // /metrics and in /stats.
 func TestMetrics_FailedStore(t *testing.T) {
-	inj := kvtest.SyncFaults()
+	inj := faultfs.SyncFaults()
 	db, err := kv.Open("", &kv.Options{FS: errorfs.Wrap(vfs.NewMem(), inj), Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	h := Handler(db)

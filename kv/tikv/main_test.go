@@ -63,13 +63,19 @@ func (r *recorder) take() []*tikvrpc.Request {
 	return reqs
 }
 
-// mockStore is a client-go store on the in-process mock cluster, split at
-// splitKeys; rec, if not nil, records every request the store sends.
+// mockKVStore is a client-go store on the in-process mock cluster, split
+// at splitKeys; rec, if not nil, records every request the store sends.
 func mockKVStore(t testing.TB, rec *recorder) *tikv.KVStore {
+	t.Helper()
+	return mockKVStoreSplit(t, rec, splitKeys)
+}
+
+// mockKVStoreSplit is mockKVStore split at splits instead.
+func mockKVStoreSplit(t testing.TB, rec *recorder, splits [][]byte) *tikv.KVStore {
 	t.Helper()
 	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
 	require.NoError(t, err)
-	testutils.BootstrapWithMultiRegions(cluster, splitKeys...)
+	testutils.BootstrapWithMultiRegions(cluster, splits...)
 	var hijack func(tikv.Client) tikv.Client
 	if rec != nil {
 		hijack = func(c tikv.Client) tikv.Client { rec.Client = c; return rec }

@@ -153,6 +153,10 @@ func (w *regionRows) refill() error {
 // readers.
 func (w *regionRows) plan() error {
 	lo, hi := w.r.s.ks.bounds(w.start, w.end)
+	if bytes.Compare(lo, hi) >= 0 { // nothing to read (see rows.empty)
+		w.subs = []*subScan{}
+		return nil
+	}
 	bo := tikv.NewBackofferWithVars(w.ctx, locateBackoff, nil)
 	locs, err := w.r.s.kvs.GetRegionCache().LocateKeyRange(bo, lo, hi)
 	if err != nil {
@@ -202,6 +206,13 @@ func (w *regionRows) read(s *subScan) {
 		var b batch
 		for len(b.pairs) < size {
 			if taken {
+				// At the limit, or on the range's last key, the scanner
+				// is not moved on: that would cost an RPC, and it may go
+				// astray (see atLowerBound).
+				if (w.limit > 0 && n >= w.limit) || atLowerBound(it, w.reverse, s.lo) {
+					b.last = true
+					break
+				}
 				if err := w.step(it); err != nil {
 					b.err = err
 					break

@@ -1,6 +1,7 @@
 package tikv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -35,6 +36,7 @@ type rows struct {
 
 	mu      sync.Mutex // Close may come from another goroutine
 	it      iterator   // nil until the first Next, and after the end
+	lo      []byte     // the scan's lower bound, a store key, once it is open
 	release func()     // lets the held timestamp go
 	seen    int
 	err     error // why the scan ended early
@@ -64,9 +66,16 @@ func (w *rows) Next() ([]byte, []byte, error) {
 		return w.fail(err)
 	}
 	var err error
-	if w.it == nil {
+	switch {
+	case w.it == nil && w.empty():
+		w.finish()
+		return nil, nil, io.EOF
+	case w.it == nil:
 		err = w.open()
-	} else {
+	case atLowerBound(w.it, w.reverse, w.lo):
+		w.finish()
+		return nil, nil, io.EOF
+	default:
 		err = w.it.Next()
 	}
 	if err != nil {
@@ -90,6 +99,24 @@ func (w *rows) Next() ([]byte, []byte, error) {
 	return k, v, nil
 }
 
+// empty reports whether [start, end) holds no key (start == end), which
+// is then not scanned: client-go's reverse scanner over an empty range at
+// a region boundary asks the region before the boundary for keys from
+// the boundary, outside that region (the mock cluster panics on it).
+func (w *rows) empty() bool {
+	lo, hi := w.r.s.ks.bounds(w.start, w.end)
+	return bytes.Compare(lo, hi) >= 0
+}
+
+// atLowerBound reports whether a reverse scanner stands on lo, its lower
+// bound: the last key of its range, so it is not moved on. client-go's
+// reverse scanner whose batch ends there would go on from lo, and when lo
+// is a region boundary it asks the region before it for keys from lo,
+// outside that region (the mock cluster panics on it).
+func atLowerBound(it iterator, reverse bool, lo []byte) bool {
+	return reverse && it.Valid() && bytes.Equal(it.Key(), lo)
+}
+
 // open takes the scan's timestamp and opens its scanner, which reads the
 // first batch.
 func (w *rows) open() error {
@@ -108,6 +135,7 @@ func (w *rows) open() error {
 	snap.SetKeyOnly(w.keysOnly)
 	snap.SetScanBatchSize(scanBatch(w.limit))
 	lo, hi := w.r.s.ks.bounds(w.start, w.end)
+	w.lo = lo
 	if w.reverse {
 		w.it, err = snap.IterReverse(hi, lo)
 	} else {
