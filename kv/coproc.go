@@ -26,7 +26,11 @@ func (db *DB) coprocessor(ctx context.Context, v view, req *coproc.Request) (*co
 	if req == nil {
 		return nil, v.closedOr(fmt.Errorf("kv: coprocessor: %w: nil request", coproc.ErrInvalidRequest))
 	}
-	o, err := spawnOptions(ctx, db.groupsIfControlled())
+	var origin []byte
+	if len(req.Ranges) > 0 {
+		origin = req.Ranges[0].Start
+	}
+	o, err := db.readOptions(ctx, origin)
 	if err != nil {
 		return nil, v.closedOr(copError(err))
 	}

@@ -24,8 +24,11 @@ type DB struct {
 	// when resource control is on (nil otherwise).
 	groups *resource.Manager
 	sched  *resource.Scheduler
-	cache  *rowCache // nil when RowCacheSize < 0
-	wopts  *pebble.WriteOptions
+	// gov judges runaway reads after each step (runaway.go); nil with
+	// SchedulerDirect.
+	gov   *governor
+	cache *rowCache // nil when RowCacheSize < 0
+	wopts *pebble.WriteOptions
 
 	// mu guards Pebble against Close: every call that reaches Pebble from
 	// the caller's goroutine holds it shared, and so does a Scan until its

@@ -31,7 +31,7 @@ func (db *DB) get(ctx context.Context, v view, key []byte) ([]byte, error) {
 	if len(key) == 0 {
 		return nil, v.closedOr(ErrEmptyKey)
 	}
-	o, err := spawnOptions(ctx, db.groupsIfControlled())
+	o, err := db.readOptions(ctx, key)
 	if err != nil {
 		return nil, v.closedOr(getError(key, err))
 	}

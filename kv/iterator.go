@@ -84,7 +84,7 @@ func (db *DB) startScan(ctx context.Context, spec scan.Spec, v view) (scan.Sourc
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	o, err := spawnOptions(ctx, db.groupsIfControlled())
+	o, err := db.readOptions(ctx, spec.Start)
 	if err != nil {
 		return nil, err
 	}

@@ -143,7 +143,8 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 		}
 	}
 	if o.Scheduler != SchedulerDirect {
-		po := readpool.Options{Workers: o.Workers, MaxWorkers: o.MaxWorkers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice, Spares: o.spares}
+		db.gov = newGovernor(&o)
+		po := readpool.Options{Workers: o.Workers, MaxWorkers: o.MaxWorkers, MaxTasks: o.MaxTasks, TimeSlice: o.TimeSlice, Spares: o.spares, Governor: db.gov}
 		switch o.Scheduler {
 		case SchedulerFIFO:
 			po.Queue = readpool.NewFIFO()

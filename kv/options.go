@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/resource"
 )
 
 // Scheduler names how reads are scheduled.
@@ -119,6 +120,13 @@ type Options struct {
 	// instead of by MLFQ level: groups get weighted shares of the pool,
 	// limits and a class each.
 	ResourceControl bool
+	// Runaway is the runaway rule for every read without resource control
+	// (under it, each group's resource.GroupConfig.Runaway): a read past
+	// its limits of worker time or rows read is counted, run at the lowest
+	// priority or ended with ErrRunaway from its next step, and watched
+	// (see resource.RunawayRule). nil = none. Reads of SchedulerDirect
+	// are not watched: they have no steps.
+	Runaway *resource.RunawayRule
 	// Scheduler is "" (mlfq, or priority with ResourceControl), mlfq,
 	// fifo, steal or direct.
 	Scheduler Scheduler
@@ -230,6 +238,9 @@ func (o *Options) validate() error {
 	}
 	if o.Scheduler != "" && !slices.Contains(Schedulers(), o.Scheduler) {
 		errs = append(errs, fmt.Errorf("kv: unknown scheduler %q (want one of %v)", o.Scheduler, Schedulers()))
+	}
+	if err := o.Runaway.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("kv: Runaway: %w", err))
 	}
 	if o.ResourceControl && o.Scheduler != "" && o.Scheduler != SchedulerPriority {
 		errs = append(errs, fmt.Errorf("kv: resource control schedules with the %q scheduler, not %q", SchedulerPriority, o.Scheduler))

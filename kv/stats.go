@@ -18,9 +18,13 @@ type Stats struct {
 	DiskFull bool            `json:"disk_full,omitempty"`
 	Pool     *readpool.Stats `json:"pool,omitempty"` // nil with SchedulerDirect
 	// Groups are the resource groups' figures, under resource control.
-	Groups   []resource.GroupStats `json:"groups,omitempty"`
-	RowCache RowCacheStats         `json:"row_cache"`
-	Storage  StorageStats          `json:"storage"`
+	Groups []resource.GroupStats `json:"groups,omitempty"`
+	// Runaway counts the reads runaway rules caught, per group and action,
+	// and lists the live watches (Options.Runaway, GroupConfig.Runaway);
+	// nil with SchedulerDirect.
+	Runaway  *resource.RunawayStats `json:"runaway,omitempty"`
+	RowCache RowCacheStats          `json:"row_cache"`
+	Storage  StorageStats           `json:"storage"`
 }
 
 // RowCacheStats describes the value cache in front of Get.
@@ -90,6 +94,10 @@ func (db *DB) Stats() Stats {
 	}
 	if db.sched != nil {
 		s.Groups = db.groups.Stats()
+	}
+	if db.gov != nil {
+		rs := db.gov.rw.Stats()
+		s.Runaway = &rs
 	}
 	if c := db.cache; c != nil {
 		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load()}

@@ -31,9 +31,13 @@ type Entry struct {
 	// Demoted runs the task at the queue's lowest priority (a Governor's
 	// Verdict.Demote): the MLFQ's last level, resource control's low class.
 	Demoted bool
-	// Governed is the Governor's own, e.g. what it has counted the task
-	// as; zero at spawn.
-	Governed uint64
+	// Origin is what the task reads first (SpawnOptions.Origin), for a
+	// Governor to name it by: the spawner's bytes, valid for the task's
+	// life; not to be kept after it.
+	Origin []byte
+	// Governed is the Governor's own state of the task
+	// (SpawnOptions.Governed at spawn).
+	Governed any
 	// Tag is the spawner's opaque extra (SpawnOptions.Tag), e.g. a
 	// resource group resolved once at spawn.
 	Tag any

@@ -17,7 +17,9 @@ type Governor interface {
 // Verdict is what a Governor decided after a step.
 type Verdict struct {
 	// Demote runs the task at the queue's lowest priority from its next
-	// step (Entry.Demoted: the MLFQ's last level) for the rest of its life.
+	// step (Entry.Demoted: the MLFQ's last level), and false as the queue
+	// would otherwise: the verdict says how the task runs now, so a
+	// Governor whose rule was lifted may lift the demotion too.
 	Demote bool
 	// Stop, when set, ends the task at its next step boundary with this
 	// error, as a Cancel would: at once if it is waiting or queued.
@@ -29,9 +31,7 @@ type Verdict struct {
 // queue sees Demoted at the next Push.
 func (p *Pool) govern(h *Handle) {
 	v := p.opts.Governor.Govern(&h.e, h.t)
-	if v.Demote {
-		h.e.Demoted = true
-	}
+	h.e.Demoted = v.Demote
 	if v.Stop != nil {
 		h.cancelGen(h.gen, v.Stop)
 	}

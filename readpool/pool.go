@@ -204,6 +204,10 @@ type SpawnOptions struct {
 	// Demoted starts the task at the queue's lowest priority (Entry.Demoted):
 	// a read a Governor's watch has caught before its first step.
 	Demoted bool
+	// Origin and Governed start Entry.Origin and Entry.Governed: what the
+	// task reads first, and the Governor's state of it.
+	Origin   []byte
+	Governed any
 	// MaxQueueWait, when positive, refuses the task at once with a
 	// *BusyError when its estimated wait for its first step exceeds it
 	// (Pool.EstimateWait): a caller that would rather fail fast than wait.

@@ -36,7 +36,7 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 		h = p.handles.Get().(*Handle)
 	}
 	h.t, h.ctx, h.short = t, ctx, o.Short
-	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Short: o.Short, Tag: o.Tag, Demoted: o.Demoted, maxWait: o.MaxQueueWait, h: h}
+	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Short: o.Short, Tag: o.Tag, Demoted: o.Demoted, Origin: o.Origin, Governed: o.Governed, maxWait: o.MaxQueueWait, h: h}
 	if err := ctx.Err(); err != nil {
 		return p.spawnDone(h, err)
 	}

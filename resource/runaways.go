@@ -42,6 +42,11 @@ func NewRunaways(now func() time.Time, maxWatches int) *Runaways {
 	return &Runaways{now: now, watches: newWatchList(maxWatches), counts: runawayCounts{groups: map[string]*RunawayGroupStats{}}}
 }
 
+// Watching reports whether a watch may be live: false means NewRead would
+// find none. Lock-free, for a read path that starts a read's state only
+// when a watch could catch it.
+func (r *Runaways) Watching() bool { return r.watching.Load() > 0 }
+
 // RunawayRead is one read's standing with the runaway rules. The caller
 // keeps it in the read's task, from NewRead to the read's end, and hands
 // it to Observe after each step; it is a plain value (no allocation) and,

@@ -4,9 +4,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/readpool"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/coopkv/coopkv/resource"
 )
 
 // collector turns one DB.Stats snapshot per scrape into metrics, so the
@@ -40,6 +42,7 @@ type collector struct {
 	tableReads, tableReadSeconds           *prometheus.Desc
 	slowTableReads, diskSlow               *prometheus.Desc
 	busyTotal, waitEstimates               *prometheus.Desc
+	runawayTotal, runawayWatches           *prometheus.Desc
 }
 
 func newCollector(db *kv.DB) *collector {
@@ -82,6 +85,9 @@ func newCollector(db *kv.DB) *collector {
 		waitEstimates: d("pool_wait_estimates_total", "Reads admitted with a WithMaxQueueWait that took their first step: started (all), within_limit (waited no longer than their limit), "+
 			"within_estimate (no longer than the estimate).", "outcome"),
 
+		runawayTotal:   d("runaway_total", "Reads a runaway rule caught, by group and action (dryrun, cooldown, kill); a read whose rule changed under it counts under each action it came under.", "group", "action"),
+		runawayWatches: d("runaway_watches", "Live runaway watches, by group and action: identities whose next reads are runaway from their first step.", "group", "action"),
+
 		groupRU:           d("group_ru_total", "Request units a resource group has consumed.", "group"),
 		groupRULastSecond: d("group_ru_last_second", "Request units a resource group consumed over the last second.", "group"),
 		groupThrottled:    d("group_throttled_seconds_total", "Time a resource group's tasks were held by its limit.", "group"),
@@ -123,7 +129,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.cacheHits, c.cacheMisses, c.cacheEvictions,
 		c.diskBytes, c.memtableBytes, c.blockCacheBytes, c.blockHits, c.blockMiss,
 		c.levelTables, c.levelBytes, c.tableReads, c.tableReadSeconds, c.slowTableReads, c.diskSlow,
-		c.resourceControl, c.closed, c.failed, c.diskFull, c.busyTotal, c.waitEstimates,
+		c.resourceControl, c.closed, c.failed, c.diskFull, c.busyTotal, c.waitEstimates, c.runawayTotal, c.runawayWatches,
 	} {
 		ch <- d
 	}
@@ -203,6 +209,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.groupRejected, float64(g.RejectedBusy), g.Name)
 	}
 
+	if r := s.Runaway; r != nil {
+		c.collectRunaway(r, counter, gauge)
+	}
+
 	if s.RowCache.Enabled {
 		counter(c.cacheHits, float64(s.RowCache.Hits))
 		counter(c.cacheMisses, float64(s.RowCache.Misses))
@@ -245,4 +255,36 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// collectRunaway sends the runaway counts and live watches by group and
+// action. The default group's series are always sent, zeros included, so
+// that the families exist before the first runaway read (a rate over a
+// series that appears with its first count loses that count).
+func (c *collector) collectRunaway(r *resource.RunawayStats, counter, gauge func(*prometheus.Desc, float64, ...string)) {
+	actions := []resource.RunawayAction{resource.RunawayDryRun, resource.RunawayCooldown, resource.RunawayKill}
+	seen := false
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		seen = seen || g.Group == resource.DefaultGroup
+		for _, a := range actions {
+			counter(c.runawayTotal, float64(g.Count(a)), g.Group, string(a))
+		}
+	}
+	if !seen {
+		for _, a := range actions {
+			counter(c.runawayTotal, 0, resource.DefaultGroup, string(a))
+		}
+	}
+	type key struct{ group, action string }
+	watches := map[key]int{}
+	for _, a := range actions {
+		watches[key{resource.DefaultGroup, string(a)}] = 0
+	}
+	for _, w := range r.Watches {
+		watches[key{w.Group, string(w.Action)}]++
+	}
+	for k, n := range watches {
+		gauge(c.runawayWatches, float64(n), k.group, k.action)
+	}
 }

@@ -1,0 +1,133 @@
+package kv
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/resource"
+)
+
+// Runaway reads (TiDB's runaway queries): a read that has run longer than
+// a rule's ExecElapsed of worker time, or read more than its RowsScanned
+// rows, is counted, logged, run at the lowest priority or ended, as the
+// rule's action says, from its next step; its identity is then watched,
+// so that the same read coming again is treated so from its first step.
+// The rule is its group's (resource.GroupConfig.Runaway) under resource
+// control, Options.Runaway without it. The policy is resource.Runaways';
+// the pool applies its verdict at the read's next step boundary
+// (readpool.Governor). Reads of SchedulerDirect have no steps: no rule
+// applies to them.
+
+// governor is the store's readpool.Governor.
+type governor struct {
+	rw   *resource.Runaways
+	rule *resource.RunawayRule // Options.Runaway: without resource control
+	log  *slog.Logger
+}
+
+func newGovernor(o *Options) *governor {
+	return &governor{rw: resource.NewRunaways(nil, 0), rule: o.Runaway, log: o.Logger}
+}
+
+// ruleFor is the rule in force for e now: its group's, read afresh at
+// every step, so that a group's rule changed by Put applies from the next.
+func (g *governor) ruleFor(e *readpool.Entry) *resource.RunawayRule {
+	if grp, ok := e.Tag.(*resource.Group); ok && grp != nil {
+		return grp.Runaway()
+	}
+	return g.rule
+}
+
+// groupName is the name e's reads are counted and watched under.
+func groupName(e *readpool.Entry) string {
+	if grp, ok := e.Tag.(*resource.Group); ok && grp != nil {
+		return grp.Name()
+	}
+	return resource.DefaultGroup
+}
+
+// watchKey is a read's identity for watches: its task id, or without one
+// its start key.
+func watchKey(taskID uint64, origin []byte) resource.WatchKey {
+	if taskID != 0 {
+		return resource.WatchKey{TaskID: taskID}
+	}
+	return resource.WatchKey{StartKey: string(origin)}
+}
+
+// Govern implements readpool.Governor. A read under no rule and caught by
+// no watch carries no state and costs a type check and an atomic load a
+// step; its state is made the first time a rule is in force for it.
+func (g *governor) Govern(e *readpool.Entry, _ readpool.Task) readpool.Verdict {
+	rule := g.ruleFor(e)
+	rd, _ := e.Governed.(*resource.RunawayRead)
+	if rd == nil {
+		if rule == nil {
+			return readpool.Verdict{}
+		}
+		r := g.rw.NewRead(groupName(e), watchKey(e.TaskID, e.Origin))
+		rd = &r
+		e.Governed = rd
+	}
+	a, newly := g.rw.Observe(rd, rule, e.Elapsed, e.Rows)
+	if newly {
+		g.log.Warn("kv: runaway read", "group", groupName(e), "action", string(a), "rule", rule.String(),
+			"exec", e.Elapsed, "rows", e.Rows, "task_id", e.TaskID, "start", e.Origin)
+	}
+	return verdict(a)
+}
+
+func verdict(a resource.RunawayAction) readpool.Verdict {
+	switch a {
+	case resource.RunawayKill:
+		return readpool.Verdict{Stop: ErrRunaway}
+	case resource.RunawayCooldown:
+		return readpool.Verdict{Demote: true}
+	}
+	return readpool.Verdict{}
+}
+
+// watched sets o up for a read whose identity a live watch may know: it
+// starts the read's state (Governed) and, if a watch catches it, applies
+// the watch's action before the first step — ErrRunaway at once for
+// kill, the lowest priority for cooldown. origin is what the read reads
+// first. Nothing is done, and nothing allocated, while no watch is live.
+func (g *governor) watched(o *readpool.SpawnOptions, origin []byte) error {
+	o.Origin = origin
+	if !g.rw.Watching() {
+		return nil
+	}
+	e := readpool.Entry{Tag: o.Tag}
+	rd := g.rw.NewRead(groupName(&e), watchKey(o.TaskID, origin))
+	if rd.Watched() {
+		g.log.Warn("kv: runaway read caught by a watch", "group", groupName(&e), "action", string(rd.Action()),
+			"task_id", o.TaskID, "start", origin)
+	}
+	switch rd.Action() {
+	case resource.RunawayKill:
+		return ErrRunaway
+	case resource.RunawayCooldown:
+		o.Demoted = true
+	}
+	o.Governed = &rd
+	return nil
+}
+
+// readOptions is spawnOptions for a read of the store whose first key is
+// origin, with the runaway watches applied (see governor.watched).
+func (db *DB) readOptions(ctx context.Context, origin []byte) (readpool.SpawnOptions, error) {
+	o, err := spawnOptions(ctx, db.groupsIfControlled())
+	if err != nil || db.gov == nil {
+		return o, err
+	}
+	return o, db.gov.watched(&o, origin)
+}
+
+// firstOf is keys[0], nil for none: a MultiGet's origin.
+func firstOf(keys [][]byte) []byte {
+	if len(keys) == 0 {
+		return nil
+	}
+	return keys[0]
+}

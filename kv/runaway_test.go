@@ -1,0 +1,164 @@
+package kv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/coproc"
+	"github.com/coopkv/coopkv/resource"
+)
+
+// scanAll reads [start, +inf) to its end and returns the rows read and the
+// scan's error.
+func scanAll(ctx context.Context, db *DB, start []byte) (int, error) {
+	it := db.Scan(ctx, start, nil, nil)
+	n := 0
+	for it.Next() {
+		n++
+	}
+	err := it.Err()
+	_ = it.Close()
+	return n, err
+}
+
+func runawayStats(t *testing.T, db *DB, group string) resource.RunawayGroupStats {
+	t.Helper()
+	rs := db.Stats().Runaway
+	require.NotNil(t, rs)
+	for _, g := range rs.Groups {
+		if g.Group == group {
+			return g
+		}
+	}
+	return resource.RunawayGroupStats{Group: group}
+}
+
+// A read past the rule's rows is ended at its next step with ErrRunaway;
+// its start key is watched, so the same read coming again is refused
+// before its first step, while other reads go on.
+func TestRunaway_KillAndWatch(t *testing.T) {
+	const n = 20000
+	db := openTest(t, "", &Options{InMemory: true, Workers: 1, TimeSlice: 100 * time.Microsecond,
+		Runaway: &resource.RunawayRule{RowsScanned: 2000, Action: resource.RunawayKill, Watch: time.Hour}})
+	load(t, db, n, func(int) []byte { return []byte("v") })
+	ctx := context.Background()
+
+	rows, err := scanAll(ctx, db, nil)
+	require.ErrorIs(t, err, ErrRunaway)
+	assert.Less(t, rows, n, "the scan ended before its end")
+	assert.GreaterOrEqual(t, rows, 2000-1024, "what it had read before it crossed the limit stands")
+	assert.EqualValues(t, 1, runawayStats(t, db, resource.DefaultGroup).Kill)
+
+	rows, err = scanAll(ctx, db, nil)
+	require.ErrorIs(t, err, ErrRunaway, "the watch catches the same start key")
+	assert.Zero(t, rows, "before its first step")
+	g := runawayStats(t, db, resource.DefaultGroup)
+	assert.EqualValues(t, 2, g.Kill)
+	assert.EqualValues(t, 1, g.Watched)
+	require.Len(t, db.Stats().Runaway.Watches, 1)
+	assert.Empty(t, db.Stats().Runaway.Watches[0].StartKey, "the open start key")
+
+	rows, err = scanAll(ctx, db, keyN(10))
+	require.ErrorIs(t, err, ErrRunaway, "another start key runs, and is caught by the rule itself")
+	assert.Positive(t, rows)
+
+	_, err = db.Get(ctx, keyN(5))
+	assert.NoError(t, err, "a Get is not runaway")
+	rows, err = scanAll(WithTaskID(ctx, 7), db, keyN(n-100))
+	assert.NoError(t, err, "a short scan is not")
+	assert.Equal(t, 100, rows)
+}
+
+// A task id is the watch's identity when the read has one: another start
+// key with the same id is caught.
+func TestRunaway_WatchByTaskID(t *testing.T) {
+	db := openTest(t, "", &Options{InMemory: true, TimeSlice: 100 * time.Microsecond,
+		Runaway: &resource.RunawayRule{RowsScanned: 1500, Action: resource.RunawayKill, Watch: time.Hour}})
+	load(t, db, 10000, func(int) []byte { return []byte("v") })
+	ctx := WithTaskID(context.Background(), 42)
+	_, err := scanAll(ctx, db, nil)
+	require.ErrorIs(t, err, ErrRunaway)
+	_, err = db.Get(ctx, keyN(3))
+	assert.ErrorIs(t, err, ErrRunaway, "the id is watched: even its Get")
+	_, err = db.Get(context.Background(), keyN(3))
+	assert.NoError(t, err, "without the id")
+}
+
+// Cooldown lets the read finish, at the lowest level; dryrun only counts.
+func TestRunaway_CooldownAndDryRun(t *testing.T) {
+	const n = 20000
+	for _, a := range []resource.RunawayAction{resource.RunawayCooldown, resource.RunawayDryRun} {
+		t.Run(string(a), func(t *testing.T) {
+			db := openTest(t, "", &Options{InMemory: true, TimeSlice: 100 * time.Microsecond,
+				Runaway: &resource.RunawayRule{RowsScanned: 2000, Action: a}})
+			load(t, db, n, func(int) []byte { return []byte("v") })
+			level2 := db.Stats().Pool.Queue.Levels[2].Steps
+			rows, err := scanAll(context.Background(), db, nil)
+			require.NoError(t, err)
+			assert.Equal(t, n, rows, "the read runs to its end")
+			g := runawayStats(t, db, resource.DefaultGroup)
+			assert.EqualValues(t, 1, g.Count(a))
+			steps := db.Stats().Pool.Queue.Levels[2].Steps - level2
+			if a == resource.RunawayCooldown {
+				assert.Positive(t, steps, "its steps after the crossing ran on the last level")
+			} else {
+				assert.Zero(t, steps, "an in-memory scan of 20,000 rows never sinks that far by itself")
+			}
+		})
+	}
+}
+
+// Coprocessor rows count before filtering: a request that returns nothing
+// but scans past the limit is runaway.
+func TestRunaway_CoprocessorRowsBeforeFilter(t *testing.T) {
+	db := openTest(t, "", &Options{InMemory: true, TimeSlice: 100 * time.Microsecond,
+		Runaway: &resource.RunawayRule{RowsScanned: 1000, Action: resource.RunawayKill}})
+	row, err := coproc.EncodeRow(map[string]any{"v": int64(1)})
+	require.NoError(t, err)
+	load(t, db, 10000, func(int) []byte { return row })
+	_, err = db.Coprocessor(context.Background(), &coproc.Request{
+		Ranges: []coproc.KeyRange{{}},
+		Filter: &coproc.Expr{Op: "eq", Args: []*coproc.Expr{{Op: "col", Col: "v"}, {Op: "const", Value: int64(2)}}},
+	})
+	assert.ErrorIs(t, err, ErrRunaway)
+}
+
+// Under resource control the rule is the group's, and a Put that adds one
+// applies to a running read from its next step.
+func TestRunaway_GroupRuleChangedWhileReading(t *testing.T) {
+	const n = 50000
+	db := openTest(t, "", &Options{InMemory: true, ResourceControl: true, TimeSlice: 100 * time.Microsecond})
+	load(t, db, n, func(int) []byte { return []byte("v") })
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "batch", RUPerSec: 1000, Burstable: true}))
+	ctx := WithResourceGroup(context.Background(), "batch")
+
+	it := db.Scan(ctx, nil, nil, nil)
+	defer func() { _ = it.Close() }()
+	require.True(t, it.Next(), "the scan runs with no rule")
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "batch", RUPerSec: 1000, Burstable: true,
+		Runaway: &resource.RunawayRule{RowsScanned: 1, Action: resource.RunawayKill}}))
+	rows := 1
+	for it.Next() {
+		rows++
+	}
+	require.ErrorIs(t, it.Err(), ErrRunaway, "killed at a step after the Put")
+	assert.Less(t, rows, n)
+	assert.EqualValues(t, 1, runawayStats(t, db, "batch").Kill)
+	assert.Zero(t, runawayStats(t, db, resource.DefaultGroup).Kill, "counted under its group")
+
+	// Removing the rule lets the next read through.
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "batch", RUPerSec: 1000, Burstable: true}))
+	got, err := scanAll(ctx, db, nil)
+	require.NoError(t, err)
+	assert.Equal(t, n, got)
+}
+
+func TestRunaway_InvalidRuleRefusedAtOpen(t *testing.T) {
+	_, err := Open("", &Options{InMemory: true, Runaway: &resource.RunawayRule{ExecElapsed: -time.Second, Action: resource.RunawayKill}})
+	require.ErrorIs(t, err, resource.ErrInvalidRunaway)
+	assert.Contains(t, err.Error(), "Runaway")
+}
