@@ -2,7 +2,10 @@ package kv
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/resource"
@@ -21,13 +24,43 @@ import (
 
 // governor is the store's readpool.Governor.
 type governor struct {
-	rw   *resource.Runaways
-	rule *resource.RunawayRule // Options.Runaway: without resource control
+	rw *resource.Runaways
+	// rule is Options.Runaway, or what SetRunaway put: the rule without
+	// resource control, read at every step.
+	rule atomic.Pointer[resource.RunawayRule]
 	log  *slog.Logger
 }
 
 func newGovernor(o *Options) *governor {
-	return &governor{rw: resource.NewRunaways(nil, 0), rule: o.Runaway, log: o.Logger}
+	g := &governor{rw: resource.NewRunaways(nil, 0), log: o.Logger}
+	g.rule.Store(cloneRule(o.Runaway))
+	return g
+}
+
+func cloneRule(r *resource.RunawayRule) *resource.RunawayRule {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	return &c
+}
+
+// SetRunaway replaces the runaway rule for reads without resource control
+// (Options.Runaway); nil removes it. Running reads are judged by the new
+// rule from their next step. An invalid rule is refused with an error that
+// errors.Is resource.ErrInvalidRunaway, and changes nothing. Under
+// resource control each group's rule applies instead
+// (resource.GroupConfig.Runaway); with SchedulerDirect there are no steps
+// to judge, and SetRunaway fails.
+func (db *DB) SetRunaway(rule *resource.RunawayRule) error {
+	if err := rule.Validate(); err != nil {
+		return fmt.Errorf("kv: SetRunaway: %w", err)
+	}
+	if db.gov == nil {
+		return errors.New("kv: SetRunaway: SchedulerDirect runs reads without steps")
+	}
+	db.gov.rule.Store(cloneRule(rule))
+	return nil
 }
 
 // ruleFor is the rule in force for e now: its group's, read afresh at
@@ -36,7 +69,7 @@ func (g *governor) ruleFor(e *readpool.Entry) *resource.RunawayRule {
 	if grp, ok := e.Tag.(*resource.Group); ok && grp != nil {
 		return grp.Runaway()
 	}
-	return g.rule
+	return g.rule.Load()
 }
 
 // groupName is the name e's reads are counted and watched under.

@@ -162,3 +162,31 @@ func TestRunaway_InvalidRuleRefusedAtOpen(t *testing.T) {
 	require.ErrorIs(t, err, resource.ErrInvalidRunaway)
 	assert.Contains(t, err.Error(), "Runaway")
 }
+
+// SetRunaway changes the rule of running reads from their next step, and
+// refuses an invalid rule without changing anything.
+func TestRunaway_SetRunaway(t *testing.T) {
+	const n = 50000
+	db := openTest(t, "", &Options{InMemory: true, TimeSlice: 100 * time.Microsecond})
+	load(t, db, n, func(int) []byte { return []byte("v") })
+	require.ErrorIs(t, db.SetRunaway(&resource.RunawayRule{Action: resource.RunawayKill}), resource.ErrInvalidRunaway, "no limit")
+
+	it := db.Scan(context.Background(), nil, nil, nil)
+	defer func() { _ = it.Close() }()
+	require.True(t, it.Next())
+	require.NoError(t, db.SetRunaway(&resource.RunawayRule{RowsScanned: 1, Action: resource.RunawayKill}))
+	rows := 1
+	for it.Next() {
+		rows++
+	}
+	require.ErrorIs(t, it.Err(), ErrRunaway)
+	assert.Less(t, rows, n)
+
+	require.NoError(t, db.SetRunaway(nil))
+	got, err := scanAll(context.Background(), db, nil)
+	require.NoError(t, err)
+	assert.Equal(t, n, got, "no rule now")
+
+	direct := openTest(t, "", &Options{InMemory: true, Scheduler: SchedulerDirect})
+	assert.Error(t, direct.SetRunaway(&resource.RunawayRule{RowsScanned: 1, Action: resource.RunawayKill}))
+}
