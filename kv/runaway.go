@@ -134,7 +134,9 @@ func (g *governor) watched(o *readpool.SpawnOptions, origin []byte) error {
 	e := readpool.Entry{Tag: o.Tag}
 	rd := g.rw.NewRead(groupName(&e), watchKey(o.TaskID, origin))
 	if rd.Watched() {
-		g.log.Warn("kv: runaway read caught by a watch", "group", groupName(&e), "action", string(rd.Action()),
+		// Info, not Warn: a client retrying a watched read would fill the
+		// log; the watch was logged when its rule caught the first.
+		g.log.Info("kv: runaway read caught by a watch", "group", groupName(&e), "action", string(rd.Action()),
 			"task_id", o.TaskID, "start", origin)
 	}
 	switch rd.Action() {

@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"time"
+
+	"github.com/coopkv/coopkv/kv"
 )
 
 // Paced Gets: when a client's Gets are due (--arrival), and the client
@@ -34,6 +37,9 @@ type schedule struct {
 	arrival  string        // arrivalFixed or arrivalThink
 	interval time.Duration // between two Gets due (fixed) or after one returned (think)
 	offset   time.Duration // Get 0 is due this long after the client starts
+	// maxWait is --max-queue-wait: each Get carries it (kv.WithMaxQueueWait),
+	// and one refused for it is recorded as classRefused; 0 = none.
+	maxWait time.Duration
 }
 
 // due returns when Get n of a client that started at start is due, where
@@ -67,7 +73,7 @@ func (s schedule) rate() float64 {
 // together (the same --seed, the same phases); under think arrival the
 // clients are staggered evenly across --think, as they always were.
 func getSchedule(f *besideFlags, r *rand.Rand, i int) schedule {
-	s := schedule{arrival: f.arrival, interval: f.think}
+	s := schedule{arrival: f.arrival, interval: f.think, maxWait: f.maxWait}
 	switch {
 	case f.arrival == arrivalThink:
 		s.offset = f.think * time.Duration(i) / time.Duration(f.clients.n)
@@ -128,6 +134,9 @@ func pacedGets(e *env, stream int, s schedule) client {
 	buf := make([]byte, 0, keyLen)
 	return func(ctx context.Context, rec *recorder) {
 		rec.pace(classGet, s.arrival, s.rate())
+		if s.maxWait > 0 {
+			ctx = kv.WithMaxQueueWait(ctx, s.maxWait)
+		}
 		timer := time.NewTimer(0)
 		defer timer.Stop()
 		start := time.Now()
@@ -158,6 +167,11 @@ func pacedGets(e *env, stream int, s schedule) client {
 				return
 			}
 			e2e, service := end.Sub(due), end.Sub(call)
+			if s.maxWait > 0 && errors.Is(err, kv.ErrBusy) {
+				// Refused at once for its estimated wait: the caller's cost
+				// of the answer is its service time.
+				rec.record(classRefused, service, nil)
+			}
 			rec.recordPaced(classGet, e2e, service, err)
 			if hook := e.cfg.onPacedGet; hook != nil {
 				hook(e2e, service)

@@ -162,6 +162,11 @@ func (r *runner) runStore(ctx context.Context, sched string) (err error) {
 		}
 		seed := newRand(cfg.Seed, nameStream(p.Section), p.Stream).Uint64()
 		e := &env{db: st, keys: r.keys, cfg: cfg, seed: seed}
+		if p.Before != nil {
+			if err := p.Before(st); err != nil {
+				return fmt.Errorf("%s: %w", label, err)
+			}
+		}
 		if p.Warmup {
 			if cfg.Warmup > 0 {
 				stop := r.prog.timed(label+" warm-up", cfg.Warmup)
@@ -183,6 +188,9 @@ func (r *runner) runStore(ctx context.Context, sched string) (err error) {
 		m.workload = p.Workload
 		if m.workload == "" {
 			m.workload = p.Section
+		}
+		if p.After != nil {
+			p.After(st, m)
 		}
 		var results []Result
 		if p.Results != nil {

@@ -17,10 +17,12 @@ const (
 	classMultiGet // one MultiGet of --multiget-keys keys
 	classGets     // as many Gets of the same keys, one after another
 	classTransfer // one transfer between two accounts in a transaction (txn)
+	classFullScan // a scan of the whole store (runaway)
+	classRefused  // a paced Get refused for its estimated wait (--max-queue-wait): its service time
 	numClasses
 )
 
-var classNames = [numClasses]string{"get", "scan", "update", "cop", "multiget", "gets", "transfer"}
+var classNames = [numClasses]string{"get", "scan", "update", "cop", "multiget", "gets", "transfer", "full scan", "get refused"}
 
 func (c class) String() string { return classNames[c] }
 

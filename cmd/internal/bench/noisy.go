@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/coopkv/coopkv/kv"
+	"github.com/coopkv/coopkv/readpool"
 )
 
 // noisyWorkload is the headline case: --scanners goroutines loop on long
@@ -73,6 +78,12 @@ type noisyLoad struct {
 	plain
 	beside  besideFlags
 	noQuiet bool // skip the quiet phase
+
+	// waits are, with --max-queue-wait, what each scheduler's pool counted
+	// of the limited Gets in the measured phase beside the scans.
+	mu     sync.Mutex
+	before readpool.WaitStats
+	waits  map[string]readpool.WaitStats
 }
 
 func (w *noisyLoad) Flags(fs *pflag.FlagSet) {
@@ -90,6 +101,27 @@ func (w *noisyLoad) Validate() error { return w.beside.validate() }
 // that the two Get p99s rest on as many Gets.
 func (w *noisyLoad) Phases() []Phase {
 	ps := w.phases()
+	if w.beside.maxWait > 0 {
+		m := &ps[1]
+		m.Classes = append(slices.Clone(m.Classes), classRefused)
+		m.Before = func(st kv.Store) error {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.before = waitsOf(st)
+			return nil
+		}
+		m.After = func(st kv.Store, ms *Measured) {
+			now := waitsOf(st)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.waits == nil {
+				w.waits = map[string]readpool.WaitStats{}
+			}
+			b := w.before
+			w.waits[ms.sched] = readpool.WaitStats{Refused: now.Refused - b.Refused, Started: now.Started - b.Started,
+				WithinLimit: now.WithinLimit - b.WithinLimit, WithinEstimate: now.WithinEstimate - b.WithinEstimate}
+		}
+	}
 	if w.noQuiet {
 		return ps
 	}
@@ -100,7 +132,47 @@ func (w *noisyLoad) Phases() []Phase {
 }
 
 func (w *noisyLoad) Summarize(out io.Writer, rep *Report) error {
-	return writeNoisySummaries(out, w.name, w.beside.scanners, rep)
+	if err := writeNoisySummaries(out, w.name, w.beside.scanners, rep); err != nil {
+		return err
+	}
+	return w.writeWaits(out, rep)
+}
+
+// maxWaitWithin is the share of the Gets admitted with --max-queue-wait
+// that must start within it, in percent (the aim).
+const maxWaitWithin = 90.0
+
+// writeWaits prints, with --max-queue-wait, per scheduler: the Gets
+// refused for their estimated wait and how fast the refusal came (the
+// "get refused" class's p99), and of those admitted the share that
+// started within the limit and within their estimate.
+func (w *noisyLoad) writeWaits(out io.Writer, rep *Report) error {
+	if w.beside.maxWait <= 0 {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	for _, s := range slices.Sorted(maps.Keys(w.waits)) {
+		ws := w.waits[s]
+		refusedP99 := "-"
+		if i := slices.IndexFunc(rep.Results, func(r Result) bool {
+			return r.Workload == w.name && r.Scheduler == s && r.Class == classRefused.String()
+		}); i >= 0 && rep.Results[i].Ops > 0 {
+			refusedP99 = formatMicros(rep.Results[i].P99us)
+		}
+		pct := func(n int64) float64 {
+			if ws.Started == 0 {
+				return 0
+			}
+			return 100 * float64(n) / float64(ws.Started)
+		}
+		fmt.Fprintf(&b, "%s %s: --max-queue-wait %v: %d Gets refused (service p99 %s); of %d admitted, %.1f%% started within the limit (want ≥ %g%%): %s, %.1f%% within their estimate\n",
+			w.name, s, w.beside.maxWait, ws.Refused, refusedP99, ws.Started, pct(ws.WithinLimit), maxWaitWithin,
+			verdict(ws.Started > 0 && pct(ws.WithinLimit) >= maxWaitWithin), pct(ws.WithinEstimate))
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
 }
 
 // quietSuffix ends the workload name of the results of a quiet phase.
@@ -114,6 +186,7 @@ type besideFlags struct {
 	longScanLen int           // keys per long read, capped at --keys
 	think       time.Duration // one Get client's interval between Gets
 	arrival     string        // when the Get clients' Gets are due, arrivalFixed or arrivalThink
+	maxWait     time.Duration // --max-queue-wait: each Get's kv.WithMaxQueueWait, 0 = none
 }
 
 // add registers the flags; long says what the long reads are.
@@ -126,6 +199,8 @@ func (f *besideFlags) add(fs *pflag.FlagSet, long string) {
 	fs.StringVar(&f.arrival, "arrival", arrivalFixed, "when each Get client's Gets are due, "+strings.Join(arrivals, " or ")+
 		": fixed, on a schedule of the client's own (Get i at i × --think after a random phase), a late Get issued at once, none skipped; "+
 		"think, --think after the previous Get returned. Latency counts from when a Get was due")
+	fs.DurationVar(&f.maxWait, "max-queue-wait", 0, "each Get carries kv.WithMaxQueueWait of this: one whose estimated wait for a worker exceeds it fails at once "+
+		"with ErrBusy (counted in the Gets' errors; its service time in the class \"get refused\"); 0 = no limit")
 }
 
 func (f *besideFlags) validate() error {
@@ -139,6 +214,9 @@ func (f *besideFlags) validate() error {
 	}
 	if f.think < 0 {
 		bad("--think must not be negative, not %v", f.think)
+	}
+	if f.maxWait < 0 {
+		bad("--max-queue-wait must not be negative, not %v", f.maxWait)
 	}
 	if !slices.Contains(arrivals, f.arrival) {
 		bad("unknown --arrival %q (known: %s)", f.arrival, strings.Join(arrivals, ", "))

@@ -118,3 +118,17 @@ noisy: fifo e2e p99 4.40ms ÷ mlfq e2e p99 450µs = 9.78× (want ≥ 10×): miss
 	require.NoError(t, writeNoisySummaries(&b, "noisy", 8, &Report{Workload: "noisy"}))
 	assert.Empty(t, b.String(), "no summary without noisy's results (an interrupted run)")
 }
+
+// TestRun_NoisyMaxQueueWait: with --max-queue-wait the Gets carry the
+// limit; refusals get a class of their own (their service time) and a line
+// under the table says how the estimate served the admitted ones.
+func TestRun_NoisyMaxQueueWait(t *testing.T) {
+	rep, out := runTiny(t, lookup(t, "noisy"), "--schedulers", "mlfq",
+		"--duration", "200ms", "--warmup", "0s", "--no-quiet", "--max-queue-wait", "1ns")
+	var classes []string
+	for _, r := range rep.Results {
+		classes = append(classes, r.Class)
+	}
+	assert.Equal(t, []string{"get", "scan", "get refused"}, classes)
+	assert.Regexp(t, `(?m)^noisy mlfq: --max-queue-wait 1ns: \d+ Gets refused \(service p99 \S+\); of \d+ admitted, [0-9.]+% started within the limit \(want ≥ 90%\): (ok|missed), [0-9.]+% within their estimate$`, out)
+}

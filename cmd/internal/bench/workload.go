@@ -84,6 +84,13 @@ type Phase struct {
 	// (Measured.RUPerSec); the store must have resource groups (see
 	// groupStore).
 	RU bool
+
+	// Before, if set, prepares the store for the phase (runaway sets its
+	// rule), warm-up or measured; After, if set, sees the store when a
+	// measured phase has ended, before the next phase's Before (runaway
+	// reads the store's counts).
+	Before func(st kv.Store) error
+	After  func(st kv.Store, m *Measured)
 }
 
 // client runs operations until ctx is done, recording each in rec, which
@@ -122,6 +129,7 @@ func Workloads() []Workload {
 		groupsStepsWorkload(),
 		soakWorkload(),
 		txnWorkload(),
+		runawayWorkload(),
 	}
 }
 

@@ -27,13 +27,15 @@ func TestWorkloads_OwnFlags(t *testing.T) {
 		"get":          {"clients"},
 		"scan":         {"clients", "scan-len"},
 		"multiget":     {"clients", "multiget-keys"},
-		"noisy":        {"arrival", "clients", "long-scan-len", "no-quiet", "scanners", "think"},
-		"cop-scan":     {"arrival", "clients", "long-scan-len", "scanners", "think"},
-		"cop":          {"arrival", "clients", "long-scan-len", "scanners", "think"},
+		"noisy":        {"arrival", "clients", "long-scan-len", "max-queue-wait", "no-quiet", "scanners", "think"},
+		"cop-scan":     {"arrival", "clients", "long-scan-len", "max-queue-wait", "scanners", "think"},
+		"cop":          {"arrival", "clients", "long-scan-len", "max-queue-wait", "scanners", "think"},
 		"groups":       {"clients", "group-scanners", "oltp-rate", "scan-len"},
 		"groups-steps": {"group-scanners"},
 		"soak":         {"clients", "think"},
 		"txn":          {"accounts", "clients", "hot", "hot-accounts"},
+		"runaway": {"action", "arrival", "clients", "exec", "long-scan-len", "max-queue-wait", "retry-after", "rows", "scanners",
+			"short-scan-len", "short-scanners", "short-think", "think", "watch"},
 	}
 	var names []string
 	for _, w := range Workloads() {
@@ -44,7 +46,7 @@ func TestWorkloads_OwnFlags(t *testing.T) {
 		assert.NotEmpty(t, w.Short(), w.Name())
 		assert.Contains(t, w.Long(), w.Name(), "%s's help names it", w.Name())
 	}
-	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak", "txn"}, names)
+	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak", "txn", "runaway"}, names)
 }
 
 // TestWorkloads_FlagDefaults: the defaults are a plain run's, as they
