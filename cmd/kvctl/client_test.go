@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -184,4 +190,103 @@ func TestLive_MountedUnderAPath(t *testing.T) {
 	t.Cleanup(srv.Close)
 	rep := decode[poolReport](t, kvctl(t, "pool", "--json", "--addr", srv.URL+"/admin/").ok(t))
 	assert.Equal(t, kv.SchedulerMLFQ, rep.Scheduler)
+}
+
+// readGate is an errorfs injector that, once armed, holds the next read
+// of a table's first block (offset 0: a read of data, not of what Pebble
+// reads to open a table) until release: a Get that holds its worker for
+// as long as a test likes.
+type readGate struct {
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newReadGate() *readGate {
+	return &readGate{entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *readGate) String() string { return "readGate" }
+
+func (g *readGate) MaybeError(op errorfs.Op) error {
+	if op.Kind == errorfs.OpFileReadAt && op.Offset == 0 && strings.HasSuffix(op.Path, ".sst") && g.armed.CompareAndSwap(true, false) {
+		close(g.entered)
+		<-g.release
+	}
+	return nil
+}
+
+// gatedStore is liveStore on a filesystem with a readGate, its keys
+// flushed to a table so that a Get reads it. opts's Workers is 1 and its
+// MaxTasks 1 unless set: one held Get fills the pool.
+func gatedStore(t *testing.T, opts kv.Options) (*kv.DB, string, *readGate) {
+	t.Helper()
+	g := newReadGate()
+	opts.FS = errorfs.Wrap(vfs.NewMem(), g)
+	if opts.Workers == 0 {
+		opts.Workers = 1
+	}
+	if opts.MaxTasks == 0 {
+		opts.MaxTasks = 1
+	}
+	db, addr := liveStore(t, opts)
+	require.NoError(t, db.Flush())
+	return db, addr, g
+}
+
+// refusals makes, while a Get holds the only worker (g), a read refused
+// for its estimated wait and at least one refused for a full pool, then
+// a read admitted with a limit; it returns the full refusals.
+func refusals(t *testing.T, db *kv.DB, g *readGate) int {
+	t.Helper()
+	ctx := t.Context()
+	held := make(chan error, 1)
+	g.armed.Store(true)
+	go func() {
+		_, err := db.Get(ctx, key(0))
+		held <- err
+	}()
+	select {
+	case <-g.entered:
+	case err := <-held:
+		t.Fatalf("the Get ended without reading the table's first block (cached?): %v", err)
+	}
+	it := db.Scan(kv.WithMaxQueueWait(ctx, time.Nanosecond), nil, nil, nil)
+	var be *kv.BusyError
+	require.ErrorAs(t, it.Err(), &be, "the worker is held: any wait is past a nanosecond")
+	require.Positive(t, be.EstimatedWait)
+	require.NoError(t, it.Close())
+	// MaxTasks 1: at most one more read queues behind the held one.
+	full := 0
+	var queued []*kv.Iterator
+	for range 2 {
+		it := db.Scan(ctx, nil, nil, nil)
+		if errors.Is(it.Err(), kv.ErrBusy) {
+			full++
+		}
+		queued = append(queued, it)
+	}
+	for _, it := range queued {
+		require.NoError(t, it.Close())
+	}
+	close(g.release)
+	require.NoError(t, <-held)
+	require.Positive(t, full)
+	// And a read within its limit, which the estimate served.
+	_, err := db.Get(kv.WithMaxQueueWait(ctx, time.Hour), key(1))
+	require.NoError(t, err)
+	return full
+}
+
+// runaway makes a read that the rule kills (kv.ErrRunaway) and, as its
+// start is watched, a second that the watch kills at its start.
+func runaway(t *testing.T, ctx context.Context, db *kv.DB) {
+	t.Helper()
+	for range 2 {
+		it := db.Scan(ctx, nil, nil, nil)
+		for it.Next() {
+		}
+		require.ErrorIs(t, it.Err(), kv.ErrRunaway)
+		require.NoError(t, it.Close())
+	}
 }

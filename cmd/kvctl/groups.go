@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,15 +24,28 @@ var errEmptyGroup = errors.New("empty group name")
 type groupsReport struct {
 	ResourceControl bool       `json:"resource_control"`
 	Groups          []groupRow `json:"groups"`
+	// Watches is the number of live runaway watches ("kvctl groups
+	// watches" lists them).
+	Watches int `json:"watches"`
+	// RunawayUnlisted are the runaway reads of groups not listed (deleted
+	// since), and RunawayOtherGroups those of the groups past the ones
+	// counted by name (resource.MaxRunawayGroups).
+	RunawayUnlisted    []resource.RunawayGroupStats `json:"runaway_unlisted,omitempty"`
+	RunawayOtherGroups int64                        `json:"runaway_other_groups,omitempty"`
 }
 
-// groupRow is a group's figures as the endpoint gives them, and its share.
+// groupRow is a group's figures as the endpoint gives them, its share,
+// and its runaway reads.
 type groupRow struct {
 	resource.GroupStats
 	// Share is the group's RU/s over the total RU/s of the limited groups
 	// (RU/s > 0): what it gets when they all want more than the pool
 	// has. nil (null) for an unlimited group.
 	Share *float64 `json:"share"`
+	// RunawayReads counts the group's reads that runaway rules caught
+	// since the store opened, by action (GET /stats); nil (null) with the
+	// direct scheduler, whose reads are not judged.
+	RunawayReads *resource.RunawayGroupStats `json:"runaway_reads"`
 }
 
 // newGroupsCmd builds "kvctl groups" (GET /groups) with its subcommands
@@ -53,27 +67,71 @@ row per group:
   queued, running, held (waiting for the group's tokens)
   throttled   how long its tasks have been held by its limit, in all
   runaway     its runaway rule: the action, past which limits, the watch
+  runaway reads  its reads the rules caught since the store opened, by
+              action (GET /stats), and how many of them a watch caught
 
 The groups schedule reads only when the store runs with resource control
 (kv.Options.ResourceControl); kvctl says whether it does. Without it they
-can still be configured, and apply once the store is opened with it.`,
+can still be configured, and apply once the store is opened with it; the
+rule kv.Options.Runaway then judges every read, counted under "default".
+"kvctl groups watches" lists the live runaway watches.`,
 		Example: `  kvctl groups
   kvctl groups set batch --ru 2000 --priority low
   kvctl groups set oltp --ru 500 --burstable --priority high
   kvctl groups set batch --ru 2000 --runaway-exec 500ms --runaway-action cooldown --runaway-watch 10m
-  kvctl groups delete batch`,
+  kvctl groups delete batch
+  kvctl groups watches`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var a admin.GroupsList
-			if err := lf.call(cmd.Context(), "GET", "/groups", nil, &a); err != nil {
+			c, err := lf.client()
+			if err != nil {
 				return err
 			}
-			return out.print.Print(&groupsReport{ResourceControl: a.ResourceControl, Groups: groupRows(a.Groups)})
+			defer c.close()
+			ctx := cmd.Context()
+			a, err := c.Groups(ctx)
+			if err != nil {
+				return cli.Interrupted(ctx, c.explain(err))
+			}
+			st, err := c.Stats(ctx)
+			if err != nil {
+				return cli.Interrupted(ctx, c.explain(err))
+			}
+			return out.print.Print(newGroupsReport(a, st.Runaway))
 		},
 	}
 	lf.add(cmd)
-	cmd.AddCommand(newGroupsSetCmd(out, &lf), newGroupsDeleteCmd(out, &lf))
+	cmd.AddCommand(newGroupsSetCmd(out, &lf), newGroupsDeleteCmd(out, &lf), newGroupsWatchesCmd(out, &lf))
 	return cmd
+}
+
+// newGroupsReport puts together the groups of GET /groups and their
+// runaway reads from GET /stats (rs nil: the direct scheduler, no counts).
+func newGroupsReport(a admin.GroupsList, rs *resource.RunawayStats) *groupsReport {
+	r := &groupsReport{ResourceControl: a.ResourceControl, Groups: groupRows(a.Groups)}
+	if rs == nil {
+		return r
+	}
+	r.Watches, r.RunawayOtherGroups = len(rs.Watches), rs.OtherGroups
+	counts := map[string]resource.RunawayGroupStats{}
+	for _, g := range rs.Groups {
+		counts[g.Group] = g
+	}
+	for i := range r.Groups {
+		g := r.Groups[i].Name
+		c, ok := counts[g]
+		if !ok {
+			c = resource.RunawayGroupStats{Group: g}
+		}
+		r.Groups[i].RunawayReads = &c
+		delete(counts, g)
+	}
+	for _, g := range rs.Groups { // by name, as the endpoint sorts them
+		if _, ok := counts[g.Group]; ok {
+			r.RunawayUnlisted = append(r.RunawayUnlisted, g)
+		}
+	}
+	return r
 }
 
 // groupRows adds each group's share of the limited groups' RU/s.
@@ -103,7 +161,7 @@ func (r *groupsReport) WriteText(w io.Writer) error {
 	} else {
 		t.Println("resource control: off (the groups are kept but do not schedule reads; open the store with kv.Options.ResourceControl)")
 	}
-	t.Println("NAME\tPRIORITY\tRU/S\tSHARE\tBURSTABLE\tRU LAST S\tRU TOTAL\tQUEUED\tRUNNING\tHELD\tTHROTTLED\tRUNAWAY")
+	t.Println("NAME\tPRIORITY\tRU/S\tSHARE\tBURSTABLE\tRU LAST S\tRU TOTAL\tQUEUED\tRUNNING\tHELD\tTHROTTLED\tRUNAWAY\tRUNAWAY READS")
 	for _, g := range r.Groups {
 		share := "-"
 		if g.Share != nil {
@@ -113,11 +171,43 @@ func (r *groupsReport) WriteText(w io.Writer) error {
 		if g.Runaway != nil {
 			runaway = g.Runaway.String()
 		}
-		t.Printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n",
+		reads := "-"
+		if g.RunawayReads != nil {
+			reads = runawayCounts(g.RunawayReads)
+		}
+		t.Printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n",
 			g.Name, g.Priority, ruLimit(g.RUPerSec), share, yesNo(g.Burstable),
-			ru(g.RULastSecond), ru(g.RU), g.Queued, g.Running, g.Held, shortDur(g.Throttled), runaway)
+			ru(g.RULastSecond), ru(g.RU), g.Queued, g.Running, g.Held, shortDur(g.Throttled), runaway, reads)
+	}
+	for _, g := range r.RunawayUnlisted {
+		t.Printf("runaway reads of %s, no longer a group: %s\n", strconv.Quote(g.Group), runawayCounts(&g))
+	}
+	if r.RunawayOtherGroups > 0 {
+		t.Printf("runaway reads of groups not counted by name: %d\n", r.RunawayOtherGroups)
+	}
+	if r.Watches > 0 {
+		t.Printf("live runaway watches: %d (kvctl groups watches)\n", r.Watches)
 	}
 	return t.Flush()
+}
+
+// runawayCounts renders a group's runaway reads for a table cell: the
+// actions that caught any, "kill 2 (1 by watch)"; "0" for none.
+func runawayCounts(g *resource.RunawayGroupStats) string {
+	var parts []string
+	for _, a := range []resource.RunawayAction{resource.RunawayDryRun, resource.RunawayCooldown, resource.RunawayKill} {
+		if n := g.Count(a); n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", a, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	s := strings.Join(parts, ", ")
+	if g.Watched > 0 {
+		s += fmt.Sprintf(" (%d by watch)", g.Watched)
+	}
+	return s
 }
 
 // ruLimit renders a group's RU/s, 0 being unlimited.

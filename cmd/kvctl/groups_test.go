@@ -185,3 +185,63 @@ func TestGroupsSet_BadRunaway(t *testing.T) {
 	got, _ := db.ResourceGroups().Get("batch")
 	assert.Equal(t, kept, got.Runaway, "no bad rule may change the group's")
 }
+
+// Each group's runaway reads (GET /stats) show beside its rule, the live
+// watches are counted, and a deleted group's reads stay shown.
+func TestGroups_RunawayReads(t *testing.T) {
+	db, addr := liveStore(t, kv.Options{ResourceControl: true, TimeSlice: 100 * time.Microsecond})
+	require.NoError(t, db.ResourceGroups().Put(resource.GroupConfig{Name: "batch",
+		Runaway: &resource.RunawayRule{RowsScanned: 10, Action: resource.RunawayKill, Watch: time.Hour}}))
+	runaway(t, kv.WithResourceGroup(t.Context(), "batch"), db)
+
+	rep := decode[groupsReport](t, kvctl(t, "groups", "--addr", addr, "--json").ok(t))
+	batch, ok := group(t, rep, "batch")
+	require.True(t, ok)
+	assert.Equal(t, &resource.RunawayGroupStats{Group: "batch", Kill: 2, Watched: 1}, batch.RunawayReads)
+	def, _ := group(t, rep, "default")
+	assert.Equal(t, &resource.RunawayGroupStats{Group: "default"}, def.RunawayReads, "none, but counted")
+	assert.Equal(t, 1, rep.Watches)
+	assert.Empty(t, rep.RunawayUnlisted)
+
+	out := kvctl(t, "groups", "--addr", addr).ok(t)
+	assert.Contains(t, out, "RUNAWAY READS\n")
+	assert.Regexp(t, `batch .* kill past 10 rows, watch 1h0m0s\s+kill 2 \(1 by watch\)\n`, out)
+	assert.Regexp(t, `default .* -\s+0\n`, out, "no rule, no runaway reads")
+	assert.Contains(t, out, "live runaway watches: 1 (kvctl groups watches)\n")
+
+	kvctl(t, "groups", "delete", "batch", "--addr", addr).ok(t)
+	rep = decode[groupsReport](t, kvctl(t, "groups", "--addr", addr, "--json").ok(t))
+	assert.Equal(t, []resource.RunawayGroupStats{{Group: "batch", Kill: 2, Watched: 1}}, rep.RunawayUnlisted)
+	assert.Contains(t, kvctl(t, "groups", "--addr", addr).ok(t), `runaway reads of "batch", no longer a group: kill 2 (1 by watch)`+"\n")
+}
+
+// Without resource control kv.Options.Runaway judges every read, and the
+// group "default" has them; with the direct scheduler nothing is judged.
+func TestGroups_RunawayReadsWithoutResourceControl(t *testing.T) {
+	db, addr := liveStore(t, kv.Options{TimeSlice: 100 * time.Microsecond,
+		Runaway: &resource.RunawayRule{RowsScanned: 10, Action: resource.RunawayKill, Watch: time.Hour}})
+	runaway(t, t.Context(), db)
+	rep := decode[groupsReport](t, kvctl(t, "groups", "--addr", addr, "--json").ok(t))
+	def, ok := group(t, rep, "default")
+	require.True(t, ok)
+	assert.Equal(t, &resource.RunawayGroupStats{Group: "default", Kill: 2, Watched: 1}, def.RunawayReads)
+	assert.Regexp(t, `default .*kill 2 \(1 by watch\)\n`, kvctl(t, "groups", "--addr", addr).ok(t))
+
+	_, addr = liveStore(t, kv.Options{Scheduler: kv.SchedulerDirect})
+	rep = decode[groupsReport](t, kvctl(t, "groups", "--addr", addr, "--json").ok(t))
+	def, _ = group(t, rep, "default")
+	assert.Nil(t, def.RunawayReads)
+	assert.Zero(t, rep.Watches)
+	assert.Regexp(t, `default .* -\s+-\n`, kvctl(t, "groups", "--addr", addr).ok(t))
+}
+
+func TestRunawayCounts(t *testing.T) {
+	for want, g := range map[string]resource.RunawayGroupStats{
+		"0":                               {},
+		"dryrun 3":                        {DryRun: 3},
+		"cooldown 1, kill 2 (2 by watch)": {Cooldown: 1, Kill: 2, Watched: 2},
+		"dryrun 1, cooldown 1, kill 1":    {DryRun: 1, Cooldown: 1, Kill: 1},
+	} {
+		assert.Equal(t, want, runawayCounts(&g))
+	}
+}

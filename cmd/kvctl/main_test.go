@@ -109,7 +109,7 @@ func TestRun_HelpOnEveryCommand(t *testing.T) {
 		}
 	}
 	walk(newRootCmd(io.Discard, io.Discard))
-	assert.Equal(t, 14, n, "kvctl, 3 live commands (groups with set and delete), 8 offline commands")
+	assert.Equal(t, 15, n, "kvctl, 3 live commands (groups with set, delete and watches), 8 offline commands")
 }
 
 func TestRun_UsageErrors(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/kv/admin"
 	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/resource"
 )
 
 // topFrame is one refresh of top; with --json each is one JSON line.
@@ -28,6 +30,9 @@ type topFrame struct {
 	Pool            *topPool     `json:"pool"` // null with the direct scheduler
 	ResourceControl bool         `json:"resource_control"`
 	Groups          []topGroup   `json:"groups"`
+	// Runaway is what the runaway rules caught, null with the direct
+	// scheduler (its reads have no steps to judge).
+	Runaway *topRunaway `json:"runaway"`
 	// Note says why a frame has no figures: the endpoint answered 503
 	// (kvbench between two stores), which top waits out.
 	Note string `json:"note,omitempty"`
@@ -51,6 +56,37 @@ type topPool struct {
 	// does).
 	QueueWaits   *uint64        `json:"queue_waits"`
 	QueueWaitP99 *time.Duration `json:"queue_wait_p99_ns"`
+	// BusyFull and BusyWait count the reads refused with ErrBusy since the
+	// pool started, by reason: the pool full (MaxTasks), and the estimated
+	// wait past the read's kv.WithMaxQueueWait (the reasons of
+	// coopkv_busy_total); their rates are over the window.
+	BusyFull       int64    `json:"busy_full"`
+	BusyWait       int64    `json:"busy_wait"`
+	BusyFullPerSec *float64 `json:"busy_full_per_sec"`
+	BusyWaitPerSec *float64 `json:"busy_wait_per_sec"`
+	// Waits is how the estimate served the reads with a limit that were
+	// admitted, since the pool started.
+	Waits readpool.WaitStats `json:"waits"`
+}
+
+// topRunaway is the runaway part of a frame: the reads the rules caught,
+// per group that has any, and the live watches.
+type topRunaway struct {
+	Groups []topRunawayGroup `json:"groups"`
+	// OtherGroups counts the runaway reads of the groups past the ones
+	// counted by name (resource.MaxRunawayGroups).
+	OtherGroups    int64 `json:"other_groups"`
+	Watches        int   `json:"watches"`
+	WatchesEvicted int64 `json:"watches_evicted"`
+}
+
+// topRunawayGroup is a group's runaway reads since the store opened, by
+// action, and their rates over the window (null without one).
+type topRunawayGroup struct {
+	resource.RunawayGroupStats
+	DryRunPerSec   *float64 `json:"dryrun_per_sec"`
+	CooldownPerSec *float64 `json:"cooldown_per_sec"`
+	KillPerSec     *float64 `json:"kill_per_sec"`
 }
 
 // topGroup is a group's part of a frame.
@@ -91,7 +127,16 @@ GET /groups) and shows, from each refresh and the one before it:
   the queue wait's p99 over that second: the percentile of the waits that
     ended in it, from the difference of the two refreshes' cumulative
     histograms, not since the pool started as "kvctl pool" shows;
-  each group's RU/s consumed, beside its configured RU/s.
+  each group's RU/s consumed, beside its configured RU/s;
+  the reads refused with ErrBusy, by reason — full (MaxTasks queued and
+    running) and wait (the estimated wait past the read's
+    WithMaxQueueWait) — since the store opened and per second; and, once
+    a read had such a limit, how many of those admitted started within
+    it and within their estimate;
+  the reads runaway rules caught, per group and action (dryrun,
+    cooldown, kill; without resource control every read is in the group
+    "default"), those a watch caught at their start, and the live
+    watches ("kvctl groups watches" lists them).
 
 It clears the screen between frames when stdout is a terminal; otherwise
 (and with --json, one JSON line per frame) it appends. When the endpoint
@@ -204,13 +249,16 @@ func frame(prev, cur *snapshot) *topFrame {
 		window = cur.at.Sub(prev.at).Seconds()
 	}
 	if p := cur.stats.Pool; p != nil {
-		f.Pool = &topPool{Workers: p.Workers, Busy: p.Busy, Extra: p.Extra, Queued: p.Queued, Held: p.Held, Running: p.Running}
+		f.Pool = &topPool{Workers: p.Workers, Busy: p.Busy, Extra: p.Extra, Queued: p.Queued, Held: p.Held, Running: p.Running,
+			BusyFull: p.RejectedBusy, BusyWait: p.Waits.Refused, Waits: p.Waits}
 		if prev != nil && prev.stats.Pool != nil && window > 0 {
 			q := prev.stats.Pool
-			if p.Steps >= q.Steps && p.Completed >= q.Completed {
+			if p.Steps >= q.Steps && p.Completed >= q.Completed && p.RejectedBusy >= q.RejectedBusy && p.Waits.Refused >= q.Waits.Refused {
 				f.WindowSec = window
 				f.Pool.StepsPerSec = ptr(float64(p.Steps-q.Steps) / window)
 				f.Pool.CompletedPerSec = ptr(float64(p.Completed-q.Completed) / window)
+				f.Pool.BusyFullPerSec = ptr(float64(p.RejectedBusy-q.RejectedBusy) / window)
+				f.Pool.BusyWaitPerSec = ptr(float64(p.Waits.Refused-q.Waits.Refused) / window)
 				if d, n, ok := windowQuantile(q.QueueWait, p.QueueWait, 0.99); ok {
 					f.Pool.QueueWaits = &n
 					if n > 0 {
@@ -234,7 +282,52 @@ func frame(prev, cur *snapshot) *topFrame {
 		}
 		f.Groups = append(f.Groups, tg)
 	}
+	if r := cur.stats.Runaway; r != nil {
+		var before *resource.RunawayStats
+		if prev != nil && window > 0 {
+			before = prev.stats.Runaway
+		}
+		f.Runaway = runawayFrame(before, r, window)
+		if f.Runaway.hasRates() {
+			f.WindowSec = window
+		}
+	}
 	return f
+}
+
+// runawayFrame is the runaway part of a frame from the counts cur and,
+// for the rates, prev taken window seconds before (nil: no rates). A
+// group missing from prev had no runaway read then; one whose counts
+// went back (another store) has no rates.
+func runawayFrame(prev, cur *resource.RunawayStats, window float64) *topRunaway {
+	r := &topRunaway{OtherGroups: cur.OtherGroups, Watches: len(cur.Watches), WatchesEvicted: cur.WatchesEvicted}
+	before := map[string]resource.RunawayGroupStats{}
+	if prev != nil {
+		for _, g := range prev.Groups {
+			before[g.Group] = g
+		}
+	}
+	for _, g := range cur.Groups {
+		tg := topRunawayGroup{RunawayGroupStats: g}
+		q := before[g.Group]
+		if prev != nil && g.DryRun >= q.DryRun && g.Cooldown >= q.Cooldown && g.Kill >= q.Kill {
+			tg.DryRunPerSec = ptr(float64(g.DryRun-q.DryRun) / window)
+			tg.CooldownPerSec = ptr(float64(g.Cooldown-q.Cooldown) / window)
+			tg.KillPerSec = ptr(float64(g.Kill-q.Kill) / window)
+		}
+		r.Groups = append(r.Groups, tg)
+	}
+	return r
+}
+
+// hasRates reports whether any group's rates were computed.
+func (r *topRunaway) hasRates() bool {
+	for _, g := range r.Groups {
+		if g.KillPerSec != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ptr returns a pointer to a copy of v, for the optional JSON figures.
@@ -300,7 +393,13 @@ func (f *topFrame) WriteText(w io.Writer) error {
 		} else if p.QueueWaits != nil {
 			wait = "no waits"
 		}
-		tw.Printf("steps/s %s\tcompleted/s %s\tqueue-wait p99 %s\n\n", rate(p.StepsPerSec), rate(p.CompletedPerSec), wait)
+		tw.Printf("steps/s %s\tcompleted/s %s\tqueue-wait p99 %s\n", rate(p.StepsPerSec), rate(p.CompletedPerSec), wait)
+		estimates := ""
+		if w := p.Waits; w.Started > 0 {
+			estimates = fmt.Sprintf("\tstarted within limit %s, within estimate %s (of %d with a limit)",
+				percent(float64(w.WithinLimit)/float64(w.Started)), percent(float64(w.WithinEstimate)/float64(w.Started)), w.Started)
+		}
+		tw.Printf("busy: full %s\twait %s%s\n\n", countRate(p.BusyFull, p.BusyFullPerSec), countRate(p.BusyWait, p.BusyWaitPerSec), estimates)
 	} else {
 		tw.Printf("no read pool (scheduler %s)\n\n", f.Scheduler)
 	}
@@ -314,7 +413,41 @@ func (f *topFrame) WriteText(w io.Writer) error {
 		tw.Printf("%s\t%s\t%s\t%s\t%d\t%d\t%d\n", g.Name, g.Priority, ruLimit(g.RUPerSec), rate(g.RURate), g.Queued, g.Running, g.Held)
 	}
 	tw.Println()
+	if r := f.Runaway; r != nil {
+		r.writeText(tw)
+	}
 	return tw.Flush()
+}
+
+// writeText writes the runaway reads: one line while there are none, else
+// a table of the groups that have some.
+func (r *topRunaway) writeText(tw *cli.Table) {
+	watches := fmt.Sprintf("live watches: %d", r.Watches)
+	if r.WatchesEvicted > 0 {
+		watches += fmt.Sprintf(", %d evicted from a full list", r.WatchesEvicted)
+	}
+	if len(r.Groups) == 0 && r.OtherGroups == 0 {
+		tw.Printf("runaway reads: none (%s)\n\n", watches)
+		return
+	}
+	tw.Printf("runaway reads (%s)\n", watches)
+	tw.Println("GROUP\tDRYRUN\tCOOLDOWN\tKILL\tBY WATCH")
+	for _, g := range r.Groups {
+		tw.Printf("%s\t%s\t%s\t%s\t%d\n", g.Group, countRate(g.DryRun, g.DryRunPerSec), countRate(g.Cooldown, g.CooldownPerSec),
+			countRate(g.Kill, g.KillPerSec), g.Watched)
+	}
+	if r.OtherGroups > 0 {
+		tw.Printf("(other groups)\t%d in all\n", r.OtherGroups)
+	}
+	tw.Println()
+}
+
+// countRate renders a counter and, when the frame has one, its rate.
+func countRate(n int64, perSec *float64) string {
+	if perSec == nil {
+		return strconv.FormatInt(n, 10)
+	}
+	return fmt.Sprintf("%d (%s/s)", n, ru(*perSec))
 }
 
 // rate renders a per-second figure, "-" when there is none yet.

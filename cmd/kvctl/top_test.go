@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,6 +107,114 @@ func TestTop_Direct(t *testing.T) {
 	require.Len(t, frames, 2)
 	assert.Nil(t, frames[1].Pool)
 	assert.Contains(t, kvctl(t, "top", "--count", "1", "--addr", addr).ok(t), "no read pool (scheduler direct)")
+}
+
+// Reads refused busy (pool full, estimated wait) and runaway reads show
+// with their rates; without resource control the runaway reads are the
+// group "default"'s (kv.Options.Runaway).
+func TestTop_BusyAndRunaway(t *testing.T) {
+	db, addr, g := gatedStore(t, kv.Options{TimeSlice: 100 * time.Microsecond,
+		Runaway: &resource.RunawayRule{RowsScanned: 10, Action: resource.RunawayKill, Watch: time.Hour}})
+	var full int
+	w := &hookWriter{onFirst: func() {
+		full = refusals(t, db, g)
+		runaway(t, t.Context(), db)
+	}}
+	r := kvctlWith(t, t.Context(), w, "top", "--count", "2", "--interval", "50ms", "--addr", addr, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	frames := decodeLines[topFrame](t, w.String())
+	require.Len(t, frames, 2)
+
+	first, second := frames[0], frames[1]
+	require.NotNil(t, first.Pool)
+	assert.Zero(t, first.Pool.BusyFull)
+	assert.Zero(t, first.Pool.BusyWait)
+	assert.Nil(t, first.Pool.BusyFullPerSec, "no rates on the first frame")
+	require.NotNil(t, first.Runaway, "the pool's reads are judged, rule or not")
+	assert.Empty(t, first.Runaway.Groups)
+	assert.Zero(t, first.Runaway.Watches)
+
+	p := second.Pool
+	require.NotNil(t, p)
+	assert.EqualValues(t, full, p.BusyFull)
+	assert.EqualValues(t, 1, p.BusyWait)
+	require.NotNil(t, p.BusyFullPerSec)
+	require.NotNil(t, p.BusyWaitPerSec)
+	assert.InDelta(t, float64(full)/second.WindowSec, *p.BusyFullPerSec, 1e-9)
+	assert.InDelta(t, 1/second.WindowSec, *p.BusyWaitPerSec, 1e-9)
+	assert.Equal(t, readpool.WaitStats{Refused: 1, Started: 1, WithinLimit: 1, WithinEstimate: 1}, p.Waits)
+	rw := second.Runaway
+	require.NotNil(t, rw)
+	require.Len(t, rw.Groups, 1)
+	def := rw.Groups[0]
+	assert.Equal(t, resource.RunawayGroupStats{Group: resource.DefaultGroup, Kill: 2, Watched: 1}, def.RunawayGroupStats)
+	require.NotNil(t, def.KillPerSec)
+	assert.InDelta(t, 2/second.WindowSec, *def.KillPerSec, 1e-9)
+	assert.Zero(t, *def.DryRunPerSec)
+	assert.Equal(t, 1, rw.Watches)
+
+	out := kvctl(t, "top", "--count", "1", "--addr", addr).ok(t)
+	assert.Regexp(t, `busy: full 1\s+wait 1\s+started within limit 100.0%, within estimate 100.0% \(of 1 with a limit\)\n`, out)
+	assert.Contains(t, out, "runaway reads (live watches: 1)\n")
+	assert.Regexp(t, `GROUP\s+DRYRUN\s+COOLDOWN\s+KILL\s+BY WATCH\ndefault\s+0\s+0\s+2\s+1\n`, out)
+}
+
+// A frame from two snapshots: the busy refusals' and the runaway reads'
+// rates over the window, a group new in it counted from 0, and the text.
+func TestTopFrame_BusyAndRunaway(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	snap := func(at time.Time, full, wait int64, waits readpool.WaitStats, rs *resource.RunawayStats) *snapshot {
+		waits.Refused = wait
+		return &snapshot{at: at, stats: kv.Stats{Scheduler: kv.SchedulerPriority, Runaway: rs,
+			Pool: &readpool.Stats{Workers: 2, RejectedBusy: full, Waits: waits}}}
+	}
+	prev := snap(t0, 1, 2, readpool.WaitStats{Started: 10, WithinLimit: 9, WithinEstimate: 8},
+		&resource.RunawayStats{Groups: []resource.RunawayGroupStats{{Group: "batch", Kill: 1}}})
+	cur := snap(t0.Add(2*time.Second), 5, 4, readpool.WaitStats{Started: 20, WithinLimit: 19, WithinEstimate: 15},
+		&resource.RunawayStats{
+			Groups:  []resource.RunawayGroupStats{{Group: "batch", Kill: 3, Watched: 1}, {Group: "oltp", Cooldown: 2}},
+			Watches: []resource.RunawayWatch{{Group: "batch", TaskID: 7, Action: resource.RunawayKill}}, OtherGroups: 4, WatchesEvicted: 6,
+		})
+	f := frame(prev, cur)
+	assert.InDelta(t, 2, f.WindowSec, 0)
+	require.NotNil(t, f.Pool.BusyFullPerSec)
+	assert.InDelta(t, 2, *f.Pool.BusyFullPerSec, 1e-9, "4 more over 2 s")
+	assert.InDelta(t, 1, *f.Pool.BusyWaitPerSec, 1e-9)
+	require.Len(t, f.Runaway.Groups, 2)
+	batch, oltp := f.Runaway.Groups[0], f.Runaway.Groups[1]
+	assert.InDelta(t, 1, *batch.KillPerSec, 1e-9)
+	assert.InDelta(t, 1, *oltp.CooldownPerSec, 1e-9, "new in the window: from 0")
+	assert.Zero(t, *oltp.KillPerSec)
+
+	var b strings.Builder
+	require.NoError(t, f.WriteText(&b))
+	out := b.String()
+	t.Log(out)
+	assert.Regexp(t, `busy: full 5 \(2.0/s\)\s+wait 4 \(1.0/s\)\s+started within limit 95.0%, within estimate 75.0% \(of 20 with a limit\)\n`, out)
+	assert.Contains(t, out, "runaway reads (live watches: 1, 6 evicted from a full list)\n")
+	assert.Regexp(t, `batch\s+0 \(0.0/s\)\s+0 \(0.0/s\)\s+3 \(1.0/s\)\s+1\n`, out)
+	assert.Regexp(t, `oltp\s+0 \(0.0/s\)\s+2 \(1.0/s\)\s+0 \(0.0/s\)\s+0\n`, out)
+	assert.Contains(t, out, "(other groups)  4 in all\n")
+
+	// Counts that went back (another store): no rates.
+	back := frame(cur, prev)
+	assert.Nil(t, back.Pool.BusyFullPerSec)
+	assert.Nil(t, back.Runaway.Groups[0].KillPerSec)
+
+	// Nothing yet: one line, and no estimates before a read had a limit.
+	empty := frame(nil, snap(t0, 0, 0, readpool.WaitStats{}, &resource.RunawayStats{}))
+	b.Reset()
+	require.NoError(t, empty.WriteText(&b))
+	assert.Regexp(t, `busy: full 0\s+wait 0\n`, b.String())
+	assert.Contains(t, b.String(), "runaway reads: none (live watches: 0)\n")
+
+	// The direct scheduler: no pool, nothing judged.
+	direct := frame(nil, &snapshot{at: t0, stats: kv.Stats{Scheduler: kv.SchedulerDirect}})
+	assert.Nil(t, direct.Runaway)
+	b.Reset()
+	require.NoError(t, direct.WriteText(&b))
+	assert.NotContains(t, b.String(), "runaway")
+	assert.NotContains(t, b.String(), "busy:")
 }
 
 // Ctrl-C ends top with status 130 and no message.
