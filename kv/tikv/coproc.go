@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/coopkv/coopkv/coproc"
+	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/readpool"
 	"github.com/coopkv/coopkv/scan"
 )
@@ -57,7 +58,7 @@ func (r reader) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.R
 		return nil, copError(err)
 	}
 	g := r.s.groups.Resolve(rq.group)
-	o := readpool.SpawnOptions{Group: g.Name(), Tag: g, TaskID: rq.taskID, Inline: true}
+	o := readpool.SpawnOptions{Group: g.Name(), Tag: g, TaskID: rq.taskID, Inline: true, MaxQueueWait: kv.MaxQueueWaitFrom(ctx)}
 	if rq.explicit {
 		o.Priority = uint64(rq.priority)
 	}

@@ -101,8 +101,11 @@
 //   - No row cache: TiKV has its own block cache; a Get is a network
 //     round trip.
 //   - Reads other than the coprocessor do not run in a client-side pool:
-//     TiKV's read pool schedules them. ErrBusy comes only from the client's
-//     coprocessor pool; TiKV's ServerIsBusy is retried by client-go.
+//     TiKV's read pool schedules them. ErrBusy (a *kv.BusyError) comes only
+//     from the client's coprocessor pool, and kv.WithMaxQueueWait bounds the
+//     wait there only; TiKV's ServerIsBusy is retried by client-go.
+//   - No runaway rules: resource.GroupConfig.Runaway is the embedded
+//     store's; on a cluster TiDB's runaway queries are the place for them.
 //   - Statistics (kv.DB.Stats), checkpoints and the admin handler are the
 //     embedded store's; on TiKV use its own metrics and tools.
 //

@@ -57,7 +57,13 @@ func storeErr(err error) error {
 		// left) of a key it read or wrote; client-go rolled it back.
 		return fmt.Errorf("%w (%w)", kv.ErrConflict, err)
 	case errors.Is(err, readpool.ErrBusy):
-		return kv.ErrBusy
+		// As the embedded store answers it: a *kv.BusyError, with the
+		// client pool's estimate when a WithMaxQueueWait refused it.
+		var be *readpool.BusyError
+		if errors.As(err, &be) {
+			return &kv.BusyError{EstimatedWait: be.EstimatedWait}
+		}
+		return &kv.BusyError{}
 	case errors.Is(err, readpool.ErrClosed):
 		return kv.ErrClosed
 	case errors.Is(err, coproc.ErrInvalidRange):
