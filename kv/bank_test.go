@@ -460,22 +460,36 @@ func bankMultiGet(r interface {
 
 // startTransfers fills the bank's accounts in db and starts bankWriters
 // writers transferring between them until the returned stop is called
-// (which waits for them); moved counts the transfers made.
-func startTransfers(t *testing.T, db *DB, seed uint64) (moved *atomic.Int64, stop func()) {
+// (which waits for them); moved counts the transfers made, and going is
+// closed once they have made warm, or once a writer stopped short of that
+// (a transfer failed the test, or stop was called).
+func startTransfers(t *testing.T, db *DB, seed uint64, warm int64) (moved *atomic.Int64, going <-chan struct{}, stop func()) {
 	bankOpen(t, db)
 	var locks [bankAccounts]sync.Mutex
 	var done atomic.Bool
 	moved = new(atomic.Int64)
+	warmed := make(chan struct{})
+	var once sync.Once
 	var writers sync.WaitGroup
 	for w := range bankWriters {
 		writers.Go(func() {
+			defer func() {
+				if moved.Load() < warm {
+					once.Do(func() { close(warmed) }) // stopped short
+				}
+			}()
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
 			for !done.Load() && bankTransfer(t, db, rng, &locks) {
-				moved.Add(1)
+				if moved.Add(1) == warm {
+					once.Do(func() { close(warmed) })
+				}
 			}
 		})
 	}
-	return moved, func() {
+	if warm <= 0 {
+		once.Do(func() { close(warmed) })
+	}
+	return moved, warmed, func() {
 		done.Store(true)
 		writers.Wait()
 	}

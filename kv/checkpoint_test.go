@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,11 +57,10 @@ func TestCheckpoint_CopyOpensWithEveryAcknowledgedWrite(t *testing.T) {
 func TestCheckpoint_DuringTransfers(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, filepath.Join(dir, "db"), &Options{NoSync: true})
-	moved, stop := startTransfers(t, db, 7)
+	moved, going, stop := startTransfers(t, db, 7, 200)
 	defer stop()
-	for moved.Load() < 200 && !t.Failed() {
-		time.Sleep(time.Millisecond) // let the transfers get going
-	}
+	<-going
+	require.False(t, t.Failed(), "a transfer failed before 200 were made")
 	var copies []string
 	for i := range 3 {
 		to := filepath.Join(dir, "copy", string(rune('a'+i)))

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -137,8 +138,15 @@ func TestClose_NewCallsFailAtOnceWhileCloseWaits(t *testing.T) {
 	b, read := holdAGet(t, db)
 	closed := make(chan error, 1)
 	go func() { closed <- db.Close() }()
-	require.Eventually(t, db.closing.Load, 5*time.Second, time.Millisecond)
-	time.Sleep(20 * time.Millisecond) // Close now waits for the held Get
+	// Wait until Close waits for the held Get: its Lock of mu, queued
+	// behind the Get's RLock, makes TryRLock fail from then on. Nothing
+	// signals that moment, so the loop watches for the state itself
+	// (Close sets closing before it takes mu).
+	for db.mu.TryRLock() {
+		db.mu.RUnlock()
+		runtime.Gosched()
+	}
+	require.True(t, db.closing.Load())
 
 	calls := make(chan error, 3)
 	go func() {

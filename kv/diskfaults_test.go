@@ -1,8 +1,10 @@
 package kv
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -279,6 +281,56 @@ func (n *noSpace) MaybeError(op errorfs.Op) error {
 
 func (n *noSpace) String() string { return "ENOSPC on *" + n.suffix }
 
+// logSignals is a logger whose records are the tests' signals: the store
+// logs the disk's transitions (markFull's "disk full", markWritten's "disk
+// space returned"), after making them, so a test waits on the line, not
+// on a poll of Stats.
+type logSignals struct {
+	mu      sync.Mutex
+	signals map[string]chan struct{} // by message prefix, closed at its first record
+}
+
+func newLogSignals(prefixes ...string) *logSignals {
+	l := &logSignals{signals: map[string]chan struct{}{}}
+	for _, p := range prefixes {
+		l.signals[p] = make(chan struct{})
+	}
+	return l
+}
+
+func (l *logSignals) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logSignals) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logSignals) WithGroup(string) slog.Handler            { return l }
+
+func (l *logSignals) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p, ch := range l.signals {
+		if strings.HasPrefix(r.Message, p) {
+			close(ch)
+			delete(l.signals, p)
+		}
+	}
+	return nil
+}
+
+// await waits for the first record that starts with prefix; the bound is
+// only for a store that never logs it (the test then fails).
+func (l *logSignals) await(t *testing.T, prefix string) {
+	t.Helper()
+	l.mu.Lock()
+	ch, ok := l.signals[prefix]
+	l.mu.Unlock()
+	if !ok {
+		return // logged already
+	}
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the store never logged %q", prefix)
+	}
+}
+
 // TestDiskFaults_FullWAL fills the disk under the WAL: the write in flight
 // waits for space (it is not lost, nor torn), new writes fail at once with
 // ErrDiskFull, reads go on, Stats says so, and once space returns the
@@ -286,7 +338,8 @@ func (n *noSpace) String() string { return "ENOSPC on *" + n.suffix }
 func TestDiskFaults_FullWAL(t *testing.T) {
 	mem := vfs.NewMem()
 	full := &noSpace{suffix: ".log"}
-	db, err := Open("", &Options{FS: errorfs.Wrap(mem, full), Logger: faultsLogger()})
+	logged := newLogSignals("disk full")
+	db, err := Open("", &Options{FS: errorfs.Wrap(mem, full), Logger: slog.New(logged)})
 	require.NoError(t, err)
 	require.NoError(t, db.Set([]byte("a"), []byte("1")))
 
@@ -298,7 +351,8 @@ func TestDiskFaults_FullWAL(t *testing.T) {
 		b.Set([]byte("b2"), []byte("2"))
 		waiting <- db.Apply(b)
 	}()
-	require.Eventually(t, func() bool { return db.Stats().DiskFull }, 10*time.Second, time.Millisecond)
+	logged.await(t, "disk full")
+	require.True(t, db.Stats().DiskFull)
 	err = db.Set([]byte("c"), []byte("3"))
 	require.ErrorIs(t, err, ErrDiskFull)
 	assert.ErrorIs(t, err, syscall.ENOSPC)
@@ -339,7 +393,8 @@ func TestDiskFaults_FullWAL(t *testing.T) {
 func TestDiskFaults_FullFlushAndCompaction(t *testing.T) {
 	mem := vfs.NewMem()
 	full := &noSpace{suffix: ".sst"}
-	db, err := Open("", &Options{FS: errorfs.Wrap(mem, full), Logger: faultsLogger()})
+	logged := newLogSignals("disk space returned")
+	db, err := Open("", &Options{FS: errorfs.Wrap(mem, full), Logger: slog.New(logged)})
 	require.NoError(t, err)
 	for i := range 100 {
 		require.NoError(t, db.Set(diskKey(i, 0), []byte("v")))
@@ -352,7 +407,8 @@ func TestDiskFaults_FullFlushAndCompaction(t *testing.T) {
 	require.NoError(t, err, "reads go on")
 
 	full.on.Store(false)
-	require.Eventually(t, func() bool { return !db.Stats().DiskFull }, 10*time.Second, 5*time.Millisecond, "Pebble's retry reaches the disk")
+	logged.await(t, "disk space returned") // Pebble's retry of the flush reached the disk
+	require.False(t, db.Stats().DiskFull)
 	require.NoError(t, db.Set([]byte("x"), []byte("1")), "writes resume")
 	require.NoError(t, db.Flush())
 	require.NoError(t, db.Close())
@@ -462,7 +518,8 @@ func (c *compactionNoSpace) String() string { return "ENOSPC on compactions" }
 func TestDiskFaults_FullCompaction(t *testing.T) {
 	mem := vfs.NewMem()
 	full := &compactionNoSpace{}
-	db, err := Open("", &Options{FS: errorfs.Wrap(mem, full), Logger: faultsLogger()})
+	logged := newLogSignals("disk full", "disk space returned")
+	db, err := Open("", &Options{FS: errorfs.Wrap(mem, full), Logger: slog.New(logged)})
 	require.NoError(t, err)
 	l0 := func() int64 { return db.Stats().Storage.Levels[0].Tables }
 	// Pebble compacts two L0 tables of a small store into the base level:
@@ -479,8 +536,9 @@ func TestDiskFaults_FullCompaction(t *testing.T) {
 		}
 		require.NoError(t, db.Flush())
 	}
-	require.Eventually(t, func() bool { return full.hits.Load() > 0 }, 10*time.Second, time.Millisecond, "the compaction ran into the full disk")
-	require.Eventually(t, func() bool { return db.Stats().DiskFull }, 10*time.Second, time.Millisecond)
+	logged.await(t, "disk full")
+	require.Positive(t, full.hits.Load(), "the compaction ran into the full disk")
+	require.True(t, db.Stats().DiskFull)
 	stuck := l0()
 	require.GreaterOrEqual(t, stuck, int64(2), "the compaction's inputs are still in L0")
 	require.ErrorIs(t, db.Set([]byte("x"), []byte("1")), ErrDiskFull)
@@ -491,9 +549,12 @@ func TestDiskFaults_FullCompaction(t *testing.T) {
 	assert.Equal(t, stuck, l0(), "L0 is not compacted while the disk is full")
 
 	full.on.Store(false)
-	require.Eventually(t, func() bool { return !db.Stats().DiskFull }, 10*time.Second, 5*time.Millisecond, "the mark clears once space returns")
+	logged.await(t, "disk space returned") // Pebble's retry of the compaction reached the disk
+	require.False(t, db.Stats().DiskFull, "the mark clears once space returns")
 	require.NoError(t, db.Set([]byte("x"), []byte("1")), "writes resume")
 	require.NoError(t, db.Flush())
+	// Pebble schedules the compaction after the flush on a goroutine of its
+	// own and tells the store of none but failed ones: a poll.
 	require.Eventually(t, func() bool { return l0() < stuck }, 10*time.Second, 5*time.Millisecond, "the compaction runs again once space returns")
 	require.NoError(t, db.Close())
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -73,22 +74,25 @@ func TestScan_SnapshotIsolationAcrossYields(t *testing.T) {
 }
 
 func TestScan_BoundedBuffering(t *testing.T) {
-	db := openTest(t, "", &Options{InMemory: true})
-	load(t, db, 50000, func(int) []byte { return make([]byte, 32) })
-	it := db.Scan(context.Background(), nil, nil, nil)
-	defer it.Close()
-	require.True(t, it.Next())
-	// The consumer stops reading: the task fills its two slots and waits.
-	require.Eventually(t, func() bool { return db.Stats().Pool.Pending == 1 }, 10*time.Second, time.Millisecond)
-	st := it.Stats()
-	assert.Equal(t, 2, st.Buffered)
-	assert.Equal(t, 2, st.MaxBuffered)
-	assert.LessOrEqual(t, st.Rows, int64(32+64), "no third batch was read")
-	for range 5000 {
+	inBubble(t, func(t *testing.T) {
+		db := openTest(t, "", &Options{InMemory: true})
+		load(t, db, 50000, func(int) []byte { return make([]byte, 32) })
+		it := db.Scan(context.Background(), nil, nil, nil)
+		defer it.Close()
 		require.True(t, it.Next())
-	}
-	assert.LessOrEqual(t, it.Stats().MaxBuffered, 2)
-	assert.Positive(t, it.Stats().Wakes, "each batch the consumer finished woke the task")
+		// The consumer stops reading: the task fills its two slots and waits.
+		synctest.Wait()
+		require.Equal(t, 1, db.Stats().Pool.Pending, "the task waits for a slot")
+		st := it.Stats()
+		assert.Equal(t, 2, st.Buffered)
+		assert.Equal(t, 2, st.MaxBuffered)
+		assert.LessOrEqual(t, st.Rows, int64(32+64), "no third batch was read")
+		for range 5000 {
+			require.True(t, it.Next())
+		}
+		assert.LessOrEqual(t, it.Stats().MaxBuffered, 2)
+		assert.Positive(t, it.Stats().Wakes, "each batch the consumer finished woke the task")
+	})
 }
 
 func TestScan_Cancellation(t *testing.T) {

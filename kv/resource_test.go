@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,72 +75,75 @@ func TestResourceControl_PrioritySchedulerImpliesIt(t *testing.T) {
 // neighbours: a high-priority group's Gets and another medium group's are
 // admitted. Counts, not times.
 func TestResourceControl_FloodMakesOnlyTheFlooderBusy(t *testing.T) {
-	release := make(chan struct{})
-	var blocked atomic.Bool
-	db := openTest(t, "", &Options{InMemory: true, ResourceControl: true, Workers: 1, MaxTasks: 8, RowCacheSize: -1})
-	load(t, db, 10, func(int) []byte { return []byte("v") })
-	db.hooks.beforeRead = func(key []byte) {
-		if string(key) == string(keyN(0)) && blocked.CompareAndSwap(false, true) {
-			<-release
-		}
-	}
-	for _, g := range []resource.GroupConfig{
-		{Name: "batch", Burstable: true, Priority: resource.PriorityLow},
-		{Name: "oltp", Burstable: true, Priority: resource.PriorityHigh},
-		{Name: "web", Burstable: true},
-	} {
-		require.NoError(t, db.ResourceGroups().Put(g))
-	}
-	// Hold the one worker.
-	blockerDone := make(chan error, 1)
-	go func() {
-		_, err := db.Get(WithResourceGroup(context.Background(), "batch"), keyN(0))
-		blockerDone <- err
-	}()
-	require.Eventually(t, blocked.Load, 10e9, 1e6)
-
-	var wg sync.WaitGroup
-	var busy, admitted atomic.Int64
-	errs := make(chan error, 16)
-	for range 200 {
-		wg.Go(func() {
-			_, err := db.Get(WithResourceGroup(context.Background(), "batch"), keyN(1))
-			switch {
-			case errors.Is(err, ErrBusy):
-				busy.Add(1)
-			case err == nil:
-				admitted.Add(1)
-			default:
-				errs <- err
+	inBubble(t, func(t *testing.T) {
+		release, blocked := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		db := openTest(t, "", &Options{InMemory: true, ResourceControl: true, Workers: 1, MaxTasks: 8, RowCacheSize: -1})
+		load(t, db, 10, func(int) []byte { return []byte("v") })
+		db.hooks.beforeRead = func(key []byte) {
+			if string(key) == string(keyN(0)) {
+				once.Do(func() { close(blocked); <-release })
 			}
-		})
-	}
-	// The flood has filled the low class's room (8) once all 200 have
-	// tried; wait for that by count.
-	require.Eventually(t, func() bool { return busy.Load()+int64(db.Stats().Pool.Queued) >= 200 }, 10e9, 1e6)
-	others := make(chan error, 14)
-	for i := range 14 { // 7 a class: within each class's room of 8
-		group := []string{"oltp", "web"}[i%2]
-		wg.Go(func() {
-			_, err := db.Get(WithResourceGroup(context.Background(), group), keyN(2))
-			others <- err
-		})
-	}
-	require.Eventually(t, func() bool { return db.Stats().Pool.Queued >= 8+14 || len(others) > 0 }, 10e9, 1e6)
-	close(release)
-	require.NoError(t, <-blockerDone)
-	wg.Wait()
-	close(errs)
-	close(others)
-	for err := range errs {
-		t.Errorf("flood: %v", err)
-	}
-	for err := range others {
-		assert.NoError(t, err, "the neighbours are admitted")
-	}
-	assert.Positive(t, busy.Load(), "the flooder made itself busy")
-	assert.Equal(t, int64(200), busy.Load()+admitted.Load())
-	assert.EqualValues(t, busy.Load(), groupStats(t, db, "batch").RejectedBusy)
-	assert.Zero(t, groupStats(t, db, "oltp").RejectedBusy)
-	assert.Zero(t, groupStats(t, db, "web").RejectedBusy)
+		}
+		for _, g := range []resource.GroupConfig{
+			{Name: "batch", Burstable: true, Priority: resource.PriorityLow},
+			{Name: "oltp", Burstable: true, Priority: resource.PriorityHigh},
+			{Name: "web", Burstable: true},
+		} {
+			require.NoError(t, db.ResourceGroups().Put(g))
+		}
+		// Hold the one worker.
+		blockerDone := make(chan error, 1)
+		go func() {
+			_, err := db.Get(WithResourceGroup(context.Background(), "batch"), keyN(0))
+			blockerDone <- err
+		}()
+		<-blocked
+
+		var wg sync.WaitGroup
+		var busy, admitted atomic.Int64
+		errs := make(chan error, 16)
+		for range 200 {
+			wg.Go(func() {
+				_, err := db.Get(WithResourceGroup(context.Background(), "batch"), keyN(1))
+				switch {
+				case errors.Is(err, ErrBusy):
+					busy.Add(1)
+				case err == nil:
+					admitted.Add(1)
+				default:
+					errs <- err
+				}
+			})
+		}
+		// The flood has filled the low class's room (8) once all 200 have
+		// tried: each was refused or waits, queued.
+		synctest.Wait()
+		require.EqualValues(t, 200, busy.Load()+int64(db.Stats().Pool.Queued))
+		others := make(chan error, 14)
+		for i := range 14 { // 7 a class: within each class's room of 8
+			group := []string{"oltp", "web"}[i%2]
+			wg.Go(func() {
+				_, err := db.Get(WithResourceGroup(context.Background(), group), keyN(2))
+				others <- err
+			})
+		}
+		synctest.Wait() // each was admitted and waits, or returned
+		close(release)
+		require.NoError(t, <-blockerDone)
+		wg.Wait()
+		close(errs)
+		close(others)
+		for err := range errs {
+			t.Errorf("flood: %v", err)
+		}
+		for err := range others {
+			assert.NoError(t, err, "the neighbours are admitted")
+		}
+		assert.Positive(t, busy.Load(), "the flooder made itself busy")
+		assert.Equal(t, int64(200), busy.Load()+admitted.Load())
+		assert.EqualValues(t, busy.Load(), groupStats(t, db, "batch").RejectedBusy)
+		assert.Zero(t, groupStats(t, db, "oltp").RejectedBusy)
+		assert.Zero(t, groupStats(t, db, "web").RejectedBusy)
+	})
 }

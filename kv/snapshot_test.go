@@ -128,7 +128,7 @@ func TestSnapshot_CloseAndDBClose(t *testing.T) {
 // through every kind of read while the transfers go on.
 func TestSnapshot_DuringTransfers(t *testing.T) {
 	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
-	_, stop := startTransfers(t, db, 11)
+	_, _, stop := startTransfers(t, db, 11, 0)
 	defer stop()
 	ctx := context.Background()
 	for range 5 {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -466,51 +467,49 @@ func TestTxn_GetFromRowCache(t *testing.T) {
 // second sees the first's record — so exactly one commits, and the store
 // holds its value.
 func TestTxn_GroupCommitChecksInOrder(t *testing.T) {
-	ctx := context.Background()
-	db := openTxnTest(t, nil)
-	require.NoError(t, db.Set([]byte("k"), []byte("0")))
-	o := &db.oracle
-	o.qmu.Lock()
-	o.leading = true // both commits queue as followers; this test leads
-	o.qmu.Unlock()
-	type result struct {
-		v   string
-		err error
-	}
-	results := make(chan result, 2)
-	for _, v := range []string{"1", "2"} {
-		tx := mustTxn(t, db)
-		_, err := tx.Get(ctx, []byte("k"))
-		require.NoError(t, err)
-		require.NoError(t, tx.Set([]byte("k"), []byte(v)))
-		go func() { results <- result{v, tx.Commit(ctx)} }()
-	}
-	var group []*commitReq
-	require.Eventually(t, func() bool {
+	inBubble(t, func(t *testing.T) {
+		ctx := context.Background()
+		db := openTxnTest(t, nil)
+		require.NoError(t, db.Set([]byte("k"), []byte("0")))
+		o := &db.oracle
 		o.qmu.Lock()
-		defer o.qmu.Unlock()
-		if len(o.queue) < 2 {
-			return false
+		o.leading = true // both commits queue as followers; this test leads
+		o.qmu.Unlock()
+		type result struct {
+			v   string
+			err error
 		}
-		group, o.queue, o.leading = o.queue, nil, false
-		return true
-	}, 5*time.Second, time.Millisecond)
-	db.commitGroup(group)
-	var winner string
-	var conflicts int
-	for range 2 {
-		switch r := <-results; {
-		case r.err == nil:
-			winner = r.v
-		case errors.Is(r.err, ErrConflict):
-			conflicts++
-		default:
-			t.Fatal(r.err)
+		results := make(chan result, 2)
+		for _, v := range []string{"1", "2"} {
+			tx := mustTxn(t, db)
+			_, err := tx.Get(ctx, []byte("k"))
+			require.NoError(t, err)
+			require.NoError(t, tx.Set([]byte("k"), []byte(v)))
+			go func() { results <- result{v, tx.Commit(ctx)} }()
 		}
-	}
-	assert.Equal(t, 1, conflicts, "the second of the group saw the first's write")
-	require.NotEmpty(t, winner, "one commits")
-	v, err := db.Get(ctx, []byte("k"))
-	require.NoError(t, err)
-	assert.Equal(t, winner, string(v), "the store holds the committed value only")
+		synctest.Wait() // both commits queued, waiting for the leader
+		o.qmu.Lock()
+		group := o.queue
+		o.queue, o.leading = nil, false
+		o.qmu.Unlock()
+		require.Len(t, group, 2)
+		db.commitGroup(group)
+		var winner string
+		var conflicts int
+		for range 2 {
+			switch r := <-results; {
+			case r.err == nil:
+				winner = r.v
+			case errors.Is(r.err, ErrConflict):
+				conflicts++
+			default:
+				t.Fatal(r.err)
+			}
+		}
+		assert.Equal(t, 1, conflicts, "the second of the group saw the first's write")
+		require.NotEmpty(t, winner, "one commits")
+		v, err := db.Get(ctx, []byte("k"))
+		require.NoError(t, err)
+		assert.Equal(t, winner, string(v), "the store holds the committed value only")
+	})
 }

@@ -87,15 +87,17 @@ func (q *roundRobin) Stats() readpool.QueueStats {
 }
 
 type recordTask struct {
-	name  string
-	order *[]string
-	mu    *sync.Mutex
-	block <-chan struct{}
-	done  chan error
+	name    string
+	order   *[]string
+	mu      *sync.Mutex
+	block   <-chan struct{}
+	started chan struct{} // closed when a blocking task's step starts
+	done    chan error
 }
 
 func (t *recordTask) Step(*readpool.StepContext) readpool.Status {
 	if t.block != nil {
+		close(t.started)
 		<-t.block
 	}
 	t.mu.Lock()
@@ -116,13 +118,13 @@ func TestQueue_WrittenOutsideThePackage(t *testing.T) {
 	var order []string
 	release := make(chan struct{})
 	spawn := func(name, group string, block <-chan struct{}) *recordTask {
-		task := &recordTask{name: name, order: &order, mu: &mu, block: block, done: make(chan error, 1)}
+		task := &recordTask{name: name, order: &order, mu: &mu, block: block, started: make(chan struct{}), done: make(chan error, 1)}
 		_, err := p.Spawn(context.Background(), task, readpool.SpawnOptions{Group: group})
 		require.NoError(t, err)
 		return task
 	}
 	blocker := spawn("blocker", "x", release)
-	require.Eventually(t, func() bool { return p.Stats().Busy == 1 }, 10*time.Second, time.Millisecond)
+	<-blocker.started // the worker runs it: the others queue behind it
 	tasks := []*recordTask{
 		spawn("a1", "a", nil), spawn("a2", "a", nil), spawn("a3", "a", nil),
 		spawn("b1", "b", nil), spawn("c1", "c", nil), spawn("b2", "b", nil),

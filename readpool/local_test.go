@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -134,45 +135,49 @@ func TestPool_IdleWorkerStealsABlockedWorkersBatch(t *testing.T) {
 // A task cancelled while it waits in a local queue ends with its context's
 // error, unstepped; one the pool's Close finds there ends with ErrClosed.
 func TestPool_LocalQueueCancelAndClose(t *testing.T) {
-	p, err := New(Options{Workers: 1, Queue: NewWorkStealing(), LongStep: time.Hour})
-	require.NoError(t, err)
-	stepped := make(chan string, 3)
-	spawn := func(ctx context.Context, name string) chan error {
-		task, done := doneTask(func(*StepContext) Status { stepped <- name; return Ready })
-		_, err := p.Spawn(ctx, task, SpawnOptions{})
+	synctest.Test(t, func(t *testing.T) {
+		p, err := New(Options{Workers: 1, Queue: NewWorkStealing(), LongStep: time.Hour})
 		require.NoError(t, err)
-		return done
-	}
+		stepped := make(chan string, 3)
+		spawn := func(ctx context.Context, name string) chan error {
+			task, done := doneTask(func(*StepContext) Status { stepped <- name; return Ready })
+			_, err := p.Spawn(ctx, task, SpawnOptions{})
+			require.NoError(t, err)
+			return done
+		}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var cancelledDone, keptDone chan error
-	blockerDone, releaseBlocker, _ := batchBehindBlocker(t, p, func() {
-		cancelledDone = spawn(ctx, "cancelled")
-		keptDone = spawn(context.Background(), "kept")
-	})
-	defer releaseBlocker()
-	require.Equal(t, int64(2), p.Stats().Batched)
-	cancel()
-	releaseBlocker()
-	assert.ErrorIs(t, <-cancelledDone, context.Canceled)
-	assert.NoError(t, <-keptDone)
-	assert.NoError(t, <-blockerDone)
-	assert.Equal(t, "kept", <-stepped, "the cancelled task never stepped")
+		ctx, cancel := context.WithCancel(context.Background())
+		var cancelledDone, keptDone chan error
+		blockerDone, releaseBlocker, _ := batchBehindBlocker(t, p, func() {
+			cancelledDone = spawn(ctx, "cancelled")
+			keptDone = spawn(context.Background(), "kept")
+		})
+		defer releaseBlocker()
+		require.Equal(t, int64(2), p.Stats().Batched)
+		cancel()
+		releaseBlocker()
+		assert.ErrorIs(t, <-cancelledDone, context.Canceled)
+		assert.NoError(t, <-keptDone)
+		assert.NoError(t, <-blockerDone)
+		assert.Equal(t, "kept", <-stepped, "the cancelled task never stepped")
 
-	// Again, closing the pool while one waits in the local queue.
-	var closedDone chan error
-	blockerDone, releaseBlocker, _ = batchBehindBlocker(t, p, func() {
-		closedDone = spawn(context.Background(), "closed")
+		// Again, closing the pool while one waits in the local queue.
+		var closedDone chan error
+		blockerDone, releaseBlocker, _ = batchBehindBlocker(t, p, func() {
+			closedDone = spawn(context.Background(), "closed")
+		})
+		defer releaseBlocker()
+		closeErr := make(chan error, 1)
+		go func() { closeErr <- p.Close() }()
+		synctest.Wait() // Close has begun: it waits for the blocker's step
+		late, _ := readyTask()
+		require.ErrorIs(t, p.Go(context.Background(), late, SpawnOptions{}), ErrClosed)
+		releaseBlocker()
+		require.NoError(t, <-closeErr)
+		assert.NoError(t, <-blockerDone, "the running step finished")
+		assert.ErrorIs(t, <-closedDone, ErrClosed, "the one in the local queue did not step")
+		assert.Empty(t, stepped)
 	})
-	defer releaseBlocker()
-	closeErr := make(chan error, 1)
-	go func() { closeErr <- p.Close() }()
-	time.Sleep(10 * time.Millisecond) // let Close find the blocker running
-	releaseBlocker()
-	require.NoError(t, <-closeErr)
-	assert.NoError(t, <-blockerDone, "the running step finished")
-	assert.ErrorIs(t, <-closedDone, ErrClosed, "the one in the local queue did not step")
-	assert.Empty(t, stepped)
 }
 
 // Point reads queued behind a point read go to the local queue with it

@@ -134,29 +134,32 @@ func TestSpawn_ErrBusyAtMaxTasks(t *testing.T) {
 }
 
 func TestSpawn_PendingTasksDoNotCountAgainstMaxTasks(t *testing.T) {
-	p := newPool(t, Options{Workers: 1, MaxTasks: 2})
-	var handles []*Handle
-	var dones []chan error
-	for range 10 {
-		var woken atomic.Bool
-		task, done := doneTask(func(*StepContext) Status {
-			if woken.Load() {
-				return Ready
-			}
-			woken.Store(true)
-			return Pending
-		})
-		h, err := p.Spawn(context.Background(), task, SpawnOptions{})
-		require.NoError(t, err)
-		handles = append(handles, h)
-		dones = append(dones, done)
-		require.Eventually(t, func() bool { return h.Stats().Pendings == 1 }, 10*time.Second, time.Millisecond)
-	}
-	assert.Equal(t, 10, p.Stats().Pending)
-	for i, h := range handles {
-		h.Wake()
-		require.NoError(t, <-dones[i])
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, Options{Workers: 1, MaxTasks: 2})
+		var handles []*Handle
+		var dones []chan error
+		for range 10 {
+			var woken atomic.Bool
+			task, done := doneTask(func(*StepContext) Status {
+				if woken.Load() {
+					return Ready
+				}
+				woken.Store(true)
+				return Pending
+			})
+			h, err := p.Spawn(context.Background(), task, SpawnOptions{})
+			require.NoError(t, err)
+			handles = append(handles, h)
+			dones = append(dones, done)
+			synctest.Wait() // the step ran and the pool filed the task
+			require.Equal(t, 1, h.Stats().Pendings)
+		}
+		assert.Equal(t, 10, p.Stats().Pending)
+		for i, h := range handles {
+			h.Wake()
+			require.NoError(t, <-dones[i])
+		}
+	})
 }
 
 func TestSpawn_ContextDoneBeforeFirstStep(t *testing.T) {
@@ -212,43 +215,49 @@ func TestSpawn_CancelledMidwayStopsAtStepBoundary(t *testing.T) {
 }
 
 func TestSpawn_ContextCancelledWhilePending(t *testing.T) {
-	p := newPool(t, Options{Workers: 1})
-	ctx, cancel := context.WithTimeoutCause(context.Background(), time.Hour, errors.New("unused"))
-	defer cancel()
-	task, done := doneTask(func(*StepContext) Status { return Pending })
-	h, err := p.Spawn(ctx, task, SpawnOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return p.Stats().Pending == 1 }, 10*time.Second, time.Millisecond)
-	cancel() // nobody wakes the task: the pool must notice the context
-	assert.ErrorIs(t, <-done, context.Canceled)
-	assert.Equal(t, 1, h.Stats().Steps)
-	assert.Zero(t, p.Stats().Pending)
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, Options{Workers: 1})
+		ctx, cancel := context.WithTimeoutCause(context.Background(), time.Hour, errors.New("unused"))
+		defer cancel()
+		task, done := doneTask(func(*StepContext) Status { return Pending })
+		h, err := p.Spawn(ctx, task, SpawnOptions{})
+		require.NoError(t, err)
+		synctest.Wait() // the task is filed as waiting
+		require.Equal(t, 1, p.Stats().Pending)
+		cancel() // nobody wakes the task: the pool must notice the context
+		assert.ErrorIs(t, <-done, context.Canceled)
+		assert.Equal(t, 1, h.Stats().Steps)
+		assert.Zero(t, p.Stats().Pending)
+	})
 }
 
 func TestHandle_CancelQueuedAndPending(t *testing.T) {
-	release := make(chan struct{})
-	p := newPool(t, Options{Workers: 1})
-	blocker, blockerDone, started := blockingTask(release)
-	_, err := p.Spawn(context.Background(), blocker, SpawnOptions{})
-	require.NoError(t, err)
-	<-started
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		p := newPool(t, Options{Workers: 1})
+		blocker, blockerDone, started := blockingTask(release)
+		_, err := p.Spawn(context.Background(), blocker, SpawnOptions{})
+		require.NoError(t, err)
+		<-started
 
-	queued, queuedDone := readyTask()
-	hq, err := p.Spawn(context.Background(), queued, SpawnOptions{})
-	require.NoError(t, err)
-	myErr := errors.New("iterator closed")
-	hq.Cancel(myErr)
-	assert.ErrorIs(t, <-queuedDone, myErr, "completed at once on the canceller's goroutine")
-	close(release)
-	require.NoError(t, <-blockerDone)
+		queued, queuedDone := readyTask()
+		hq, err := p.Spawn(context.Background(), queued, SpawnOptions{})
+		require.NoError(t, err)
+		myErr := errors.New("iterator closed")
+		hq.Cancel(myErr)
+		assert.ErrorIs(t, <-queuedDone, myErr, "completed at once on the canceller's goroutine")
+		close(release)
+		require.NoError(t, <-blockerDone)
 
-	pending, pendingDone := doneTask(func(*StepContext) Status { return Pending })
-	hp, err := p.Spawn(context.Background(), pending, SpawnOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return hp.Stats().Pendings == 1 }, 10*time.Second, time.Millisecond)
-	hp.Cancel(nil)
-	assert.ErrorIs(t, <-pendingDone, context.Canceled)
-	assert.Equal(t, 1, hp.Stats().Steps)
+		pending, pendingDone := doneTask(func(*StepContext) Status { return Pending })
+		hp, err := p.Spawn(context.Background(), pending, SpawnOptions{})
+		require.NoError(t, err)
+		synctest.Wait() // the task is filed as waiting
+		require.Equal(t, 1, hp.Stats().Pendings)
+		hp.Cancel(nil)
+		assert.ErrorIs(t, <-pendingDone, context.Canceled)
+		assert.Equal(t, 1, hp.Stats().Steps)
+	})
 }
 
 func TestSpawn_PanicIsRecovered(t *testing.T) {
@@ -377,23 +386,25 @@ func TestPool_CloseWithQueuedRunningAndPendingTasks(t *testing.T) {
 }
 
 func TestPool_CloseEndsIdleTasks(t *testing.T) {
-	p, err := New(Options{Workers: 2})
-	require.NoError(t, err)
-	var dones []chan error
-	var handles []*Handle
-	for range 5 {
-		task, done := doneTask(func(*StepContext) Status { return Pending })
-		h, err := p.Spawn(context.Background(), task, SpawnOptions{})
-		require.NoError(t, err)
-		dones = append(dones, done)
-		handles = append(handles, h)
-	}
-	require.Eventually(t, func() bool { return p.Stats().Pending == 5 }, 10*time.Second, time.Millisecond)
-	require.NoError(t, p.Close())
-	for i, d := range dones {
-		assert.ErrorIs(t, <-d, ErrClosed)
-		handles[i].Wake() // no-op after completion
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, Options{Workers: 2})
+		var dones []chan error
+		var handles []*Handle
+		for range 5 {
+			task, done := doneTask(func(*StepContext) Status { return Pending })
+			h, err := p.Spawn(context.Background(), task, SpawnOptions{})
+			require.NoError(t, err)
+			dones = append(dones, done)
+			handles = append(handles, h)
+		}
+		synctest.Wait() // every task stepped and is filed as waiting
+		require.Equal(t, 5, p.Stats().Pending)
+		require.NoError(t, p.Close())
+		for i, d := range dones {
+			assert.ErrorIs(t, <-d, ErrClosed)
+			handles[i].Wake() // no-op after completion
+		}
+	})
 }
 
 func TestPool_LongStepHandoff(t *testing.T) {

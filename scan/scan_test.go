@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"testing/synctest"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -100,10 +101,9 @@ func TestSpec_Validate(t *testing.T) {
 	assert.NoError(t, (&Spec{End: []byte("a")}).Validate())
 }
 
-// spawnScan starts a full scan of n keys on a one-worker pool.
-func spawnScan(t *testing.T, n int) (*Cursor, *stream, *readpool.Handle) {
+// spawnScan starts a full scan of db on a one-worker pool.
+func spawnScan(t *testing.T, db *pebble.DB) (*Cursor, *stream, *readpool.Handle) {
 	t.Helper()
-	db := openPebble(t, n, 8)
 	p, err := readpool.New(readpool.Options{Workers: 1})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
@@ -116,34 +116,38 @@ func spawnScan(t *testing.T, n int) (*Cursor, *stream, *readpool.Handle) {
 }
 
 func TestTask_ReservesBeforeProducing(t *testing.T) {
-	_, s, h := spawnScan(t, 20000)
+	db := openPebble(t, 20000, 8) // outside the bubble: Pebble's goroutines are not the test's
+	synctest.Test(t, func(t *testing.T) {
+		_, s, h := spawnScan(t, db)
 
-	b, err := s.Next(nil)
-	require.NoError(t, err)
-	require.Equal(t, 32, b.Len())
-	// Holding one batch, the task can fill one more and must then wait.
-	require.Eventually(t, func() bool { return h.Stats().Pendings > 0 }, 5e9, 1e6)
-	st := s.Stats()
-	assert.Equal(t, 2, st.Held)
-	assert.Equal(t, 2, st.MaxHeld)
-	assert.EqualValues(t, 32+64, h.Stats().Rows, "no batch was read without a slot")
-
-	rows := b.Len()
-	for {
-		b, err = s.Next(b)
+		b, err := s.Next(nil)
 		require.NoError(t, err)
-		if b == nil {
-			break
+		require.Equal(t, 32, b.Len())
+		// Holding one batch, the task can fill one more and must then wait.
+		synctest.Wait()
+		require.Positive(t, h.Stats().Pendings, "the task waits for a slot")
+		st := s.Stats()
+		assert.Equal(t, 2, st.Held)
+		assert.Equal(t, 2, st.MaxHeld)
+		assert.EqualValues(t, 32+64, h.Stats().Rows, "no batch was read without a slot")
+
+		rows := b.Len()
+		for {
+			b, err = s.Next(b)
+			require.NoError(t, err)
+			if b == nil {
+				break
+			}
+			rows += b.Len()
 		}
-		rows += b.Len()
-	}
-	assert.Equal(t, 20000, rows)
-	<-s.Finished()
-	assert.Equal(t, 2, s.Stats().MaxHeld)
+		assert.Equal(t, 20000, rows)
+		<-s.Finished()
+		assert.Equal(t, 2, s.Stats().MaxHeld)
+	})
 }
 
 func TestTask_CancelClosesIterator(t *testing.T) {
-	c, s, h := spawnScan(t, 20000)
+	c, s, h := spawnScan(t, openPebble(t, 20000, 8))
 	_, err := s.Next(nil)
 	require.NoError(t, err)
 	myErr := fmt.Errorf("stop")

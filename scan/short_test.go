@@ -3,7 +3,7 @@ package scan
 import (
 	"context"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,39 +24,42 @@ func TestFirstBatchRows(t *testing.T) {
 }
 
 func TestSpawn_ShortScanRunsInlineInOneStep(t *testing.T) {
-	db := openPebble(t, 5000, 8)
-	p := newPool(t, readpool.Options{Workers: 1})
-	require.Eventually(t, func() bool { return p.Stats().Parked == 1 }, 10*time.Second, time.Millisecond)
+	db := openPebble(t, 5000, 8) // outside the bubble: Pebble's goroutines are not the test's
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, readpool.Options{Workers: 1})
+		synctest.Wait() // the worker parked: its slot is free for the caller
+		require.Equal(t, 1, p.Stats().Parked)
 
-	c, err := NewCursor(db, Spec{Limit: 100})
-	require.NoError(t, err)
-	r, err := Spawn(context.Background(), p, c, readpool.SpawnOptions{})
-	require.NoError(t, err)
-	// The whole scan ran in Spawn, on this goroutine: the task has ended.
-	select {
-	case <-r.s.Finished():
-	default:
-		t.Fatal("a short scan's task was still running after Spawn returned")
-	}
-	st := p.Stats()
-	assert.EqualValues(t, 1, st.Inline)
-	assert.EqualValues(t, 1, st.Steps)
-	b, err := r.Next()
-	require.NoError(t, err)
-	require.NotNil(t, b)
-	assert.Equal(t, 100, b.Len(), "one batch")
-	b, err = r.Next()
-	require.NoError(t, err)
-	assert.Nil(t, b)
-	require.NoError(t, r.Close())
+		c, err := NewCursor(db, Spec{Limit: 100})
+		require.NoError(t, err)
+		r, err := Spawn(context.Background(), p, c, readpool.SpawnOptions{})
+		require.NoError(t, err)
+		// The whole scan ran in Spawn, on this goroutine: the task has ended.
+		select {
+		case <-r.s.Finished():
+		default:
+			t.Fatal("a short scan's task was still running after Spawn returned")
+		}
+		st := p.Stats()
+		assert.EqualValues(t, 1, st.Inline)
+		assert.EqualValues(t, 1, st.Steps)
+		b, err := r.Next()
+		require.NoError(t, err)
+		require.NotNil(t, b)
+		assert.Equal(t, 100, b.Len(), "one batch")
+		b, err = r.Next()
+		require.NoError(t, err)
+		assert.Nil(t, b)
+		require.NoError(t, r.Close())
 
-	// A scan without a limit is spawned for a worker: Spawn returns at once.
-	c, err = NewCursor(db, Spec{})
-	require.NoError(t, err)
-	r, err = Spawn(context.Background(), p, c, readpool.SpawnOptions{})
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, p.Stats().Inline)
-	require.NoError(t, r.Close())
+		// A scan without a limit is spawned for a worker: Spawn returns at once.
+		c, err = NewCursor(db, Spec{})
+		require.NoError(t, err)
+		r, err = Spawn(context.Background(), p, c, readpool.SpawnOptions{})
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, p.Stats().Inline)
+		require.NoError(t, r.Close())
+	})
 }
 
 func TestTask_WaitingIsTheConsumers(t *testing.T) {
