@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,9 +318,22 @@ func TestMultiGet_SplitReadsOneView(t *testing.T) {
 				get = snap.MultiGet
 			}
 
+			// Cleanups run last first: the held read is let go before the
+			// store closes, even when a check below fails.
+			var release sync.Once
+			let := func() { fs.armed.Store(false); release.Do(func() { close(fs.release) }) }
+			t.Cleanup(let)
+
 			fs.armed.Store(true)
 			res := goMultiGet(context.Background(), get, keys)
 			within(t, fs.entered, "the first part's table read")
+			// The caller spawns the second part after the first, which the
+			// worker may have taken into its read already: nothing signals
+			// the spawn, so wait for the queue to show it.
+			deadline := time.Now().Add(10 * time.Second)
+			for db.Stats().Pool.Queued == 0 && time.Now().Before(deadline) {
+				runtime.Gosched()
+			}
 			for _, k := range keys {
 				require.NoError(t, db.Set(k, []byte("new")))
 			}
@@ -326,8 +341,7 @@ func TestMultiGet_SplitReadsOneView(t *testing.T) {
 			require.Equal(t, 1, st.Queued, "the second part had not begun when the keys were overwritten")
 			require.Equal(t, 1, st.Running)
 
-			fs.armed.Store(false)
-			close(fs.release)
+			let()
 			r := within(t, res, "the MultiGet, released")
 			require.NoError(t, r.err)
 			for i, v := range r.vals {
