@@ -118,22 +118,12 @@ func (r *stepResult) finished() bool { return r.perr != nil || r.status == Ready
 
 // runStep is how every goroutine steps a task — a worker, a spare, and a
 // caller in a lent slot (an inline first step, StepHere): one step of h
-// (POLLING, the caller's) on slot s from pool time now, then, if the step
-// ended the task, its completion (completeStep), on this goroutine and off
-// the lock. readied is completeStep's. Filing the step with the queue
-// (fileLocked) is left to the caller, at its next lock: a worker files a
-// batch of steps under one.
-func (p *Pool) runStep(s *slot, h *Handle, now time.Duration, gosched bool) (r stepResult, readied bool) {
-	r = p.step(s, h, now, gosched)
-	if r.finished() {
-		readied = p.completeStep(s, h, &r)
-	}
-	return r, readied
-}
-
-// step runs one step of h, which the caller owns (POLLING), on slot w from
-// pool time start, and records its figures (see runStep).
-func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool) stepResult {
+// (POLLING, the caller's) on slot w from pool time start, its figures
+// recorded, then, if the step ended the task, its completion
+// (completeStep), on this goroutine and off the lock; readied is
+// completeStep's. Filing the step with the queue (fileLocked) is left to
+// the caller, at its next lock: a worker files a batch of steps under one.
+func (p *Pool) runStep(w *slot, h *Handle, start time.Duration, gosched bool) (r stepResult, readied bool) {
 	e := &h.e
 	wait := start - e.enqueued
 	sc := &w.sc
@@ -170,12 +160,14 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool) stepR
 	}
 	*sc = StepContext{} // the context is dead: drop references
 
-	r := stepResult{status: status, perr: perr, start: start, end: end}
-	if p.opts.Governor != nil && !r.finished() {
+	r = stepResult{status: status, perr: perr, start: start, end: end}
+	if r.finished() {
+		return r, p.completeStep(w, h, &r)
+	}
+	if p.opts.Governor != nil {
 		p.govern(h)
 	}
 	switch {
-	case r.finished():
 	case status == Yield:
 		w.stats.yields.Add(1)
 		if h.stats {
@@ -189,7 +181,7 @@ func (p *Pool) step(w *slot, h *Handle, start time.Duration, gosched bool) stepR
 		}
 		h.watch()
 	}
-	return r
+	return r, false
 }
 
 func callStep(t Task, sc *StepContext) (s Status, perr error) {
