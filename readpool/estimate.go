@@ -83,20 +83,27 @@ func (p *Pool) estimateLocked(e *Entry) time.Duration {
 	if e.Short && p.urgent != nil {
 		free += len(p.spares.parked) // urgent work wakes a spare
 	}
-	return waitEstimate(ahead, free, p.opts.Workers, p.stepAverage())
+	// Never less than the recent first steps waited: a free worker still
+	// has to be woken, and a queue that looks empty may fill first.
+	return max(waitEstimate(ahead, free, p.opts.Workers, p.average(func(s *slot) *stepAverage { return &s.avg }, p.opts.TimeSlice)),
+		p.average(func(s *slot) *stepAverage { return &s.firstWait }, 0))
 }
 
-// stepAverage is the workers' moving average of step time.
-func (p *Pool) stepAverage() time.Duration {
+// average is the workers' slots' moving average that of picks (their own
+// slots' and, for steps run inline, their lent slots'), def when none has
+// measured anything yet.
+func (p *Pool) average(of func(*slot) *stepAverage, def time.Duration) time.Duration {
 	var sum, n int64
 	for _, w := range p.slots.workers {
-		if v := w.own.avg.ns.Load(); v > 0 {
-			sum += v
-			n++
+		for _, s := range []*slot{&w.own, &w.lent} {
+			if v := of(s).ns.Load(); v > 0 {
+				sum += v
+				n++
+			}
 		}
 	}
 	if n == 0 {
-		return p.opts.TimeSlice // nothing measured yet: a full slice
+		return def
 	}
 	return time.Duration(sum / n)
 }

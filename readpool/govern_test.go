@@ -194,3 +194,18 @@ func TestEstimateWait_LentSlotIsBusy(t *testing.T) {
 		require.NoError(t, <-blockerDone)
 	})
 }
+
+// The estimate is never below what recent first steps waited: a free
+// worker still has to be woken.
+func TestEstimateWait_AtLeastRecentWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := New(Options{Workers: 2, Spares: -1})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, p.Close()) }()
+		synctest.Wait()
+		assert.Zero(t, p.EstimateWait(SpawnOptions{}), "nothing measured, a worker free")
+		p.slots.workers[0].own.firstWait.ns.Store(int64(3 * time.Millisecond))
+		p.slots.workers[1].lent.firstWait.ns.Store(int64(time.Millisecond))
+		assert.Equal(t, 2*time.Millisecond, p.EstimateWait(SpawnOptions{}), "the mean of the slots that measured")
+	})
+}

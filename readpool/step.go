@@ -152,8 +152,11 @@ func (p *Pool) runStep(w *slot, h *Handle, start time.Duration, gosched bool) (r
 	w.stats.wait.Record(wait)
 	w.stats.step.Record(elapsed)
 	w.avg.record(elapsed)
-	if first && e.maxWait > 0 {
-		p.waits.start(wait, e.maxWait, e.estimate)
+	if first {
+		w.firstWait.record(wait)
+		if e.maxWait > 0 {
+			p.waits.start(wait, e.maxWait, e.estimate)
+		}
 	}
 	if a := p.opts.Accountant; a != nil {
 		a.Charge(e, Usage{Exec: elapsed, Rows: sc.rows, Bytes: sc.bytes, First: first})

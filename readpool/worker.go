@@ -16,7 +16,8 @@ type slot struct {
 	lastGosched time.Duration
 	stepStart   atomic.Int64
 	longFor     atomic.Int64
-	avg         stepAverage // for estimated waits (estimate.go)
+	avg         stepAverage // of step times, for estimated waits (estimate.go)
+	firstWait   stepAverage // of first steps' waits, the same
 	stats       workerStats
 	_           [64]byte // keep slots of different goroutines off one cache line
 }
