@@ -30,7 +30,7 @@ func (db *DB) coprocessor(ctx context.Context, v view, req *coproc.Request) (*co
 	if len(req.Ranges) > 0 {
 		origin = req.Ranges[0].Start
 	}
-	o, err := db.readOptions(ctx, origin)
+	o, err := db.readOptions(ctx, origin, false)
 	if err != nil {
 		return nil, v.closedOr(copError(err))
 	}

@@ -31,7 +31,7 @@ func (db *DB) get(ctx context.Context, v view, key []byte) ([]byte, error) {
 	if len(key) == 0 {
 		return nil, v.closedOr(ErrEmptyKey)
 	}
-	o, err := db.readOptions(ctx, key)
+	o, err := db.readOptions(ctx, key, true)
 	if err != nil {
 		return nil, v.closedOr(getError(key, err))
 	}

@@ -84,7 +84,7 @@ func (db *DB) startScan(ctx context.Context, spec scan.Spec, v view) (scan.Sourc
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	o, err := db.readOptions(ctx, spec.Start)
+	o, err := db.readOptions(ctx, spec.Start, false)
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func (db *DB) multiGet(ctx context.Context, v view, keys [][]byte) ([][]byte, er
 			return nil, v.closedOr(multiGetError(len(keys), ErrEmptyKey))
 		}
 	}
-	o, err := db.readOptions(ctx, firstOf(keys))
+	o, err := db.readOptions(ctx, firstOf(keys), true)
 	if err != nil {
 		return nil, v.closedOr(multiGetError(len(keys), err))
 	}

@@ -125,10 +125,13 @@ func verdict(a resource.RunawayAction) readpool.Verdict {
 // starts the read's state (Governed) and, if a watch catches it, applies
 // the watch's action before the first step — ErrRunaway at once for
 // kill, the lowest priority for cooldown. origin is what the read reads
-// first. Nothing is done, and nothing allocated, while no watch is live.
-func (g *governor) watched(o *readpool.SpawnOptions, origin []byte) error {
+// first. A point read (Get, MultiGet) is caught only by its task id: its
+// key is not a start key, and a Get of the first key a runaway scan read
+// is not that scan coming again. Nothing is done, and nothing allocated,
+// while no watch is live.
+func (g *governor) watched(o *readpool.SpawnOptions, origin []byte, point bool) error {
 	o.Origin = origin
-	if !g.rw.Watching() {
+	if !g.rw.Watching() || point && o.TaskID == 0 {
 		return nil
 	}
 	e := readpool.Entry{Tag: o.Tag}
@@ -150,13 +153,14 @@ func (g *governor) watched(o *readpool.SpawnOptions, origin []byte) error {
 }
 
 // readOptions is spawnOptions for a read of the store whose first key is
-// origin, with the runaway watches applied (see governor.watched).
-func (db *DB) readOptions(ctx context.Context, origin []byte) (readpool.SpawnOptions, error) {
+// origin, a point read or not, with the runaway watches applied (see
+// governor.watched).
+func (db *DB) readOptions(ctx context.Context, origin []byte, point bool) (readpool.SpawnOptions, error) {
 	o, err := spawnOptions(ctx, db.groupsIfControlled())
 	if err != nil || db.gov == nil {
 		return o, err
 	}
-	return o, db.gov.watched(&o, origin)
+	return o, db.gov.watched(&o, origin, point)
 }
 
 // firstOf is keys[0], nil for none: a MultiGet's origin.

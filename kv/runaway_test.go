@@ -68,6 +68,10 @@ func TestRunaway_KillAndWatch(t *testing.T) {
 
 	_, err = db.Get(ctx, keyN(5))
 	assert.NoError(t, err, "a Get is not runaway")
+	_, err = db.Get(ctx, keyN(10))
+	assert.NoError(t, err, "nor is a Get of the key a watched scan started at: a key is not a start key")
+	_, err = db.MultiGet(ctx, [][]byte{keyN(10), keyN(11)})
+	assert.NoError(t, err, "nor a MultiGet from the other watched start key")
 	rows, err = scanAll(WithTaskID(ctx, 7), db, keyN(n-100))
 	assert.NoError(t, err, "a short scan is not")
 	assert.Equal(t, 100, rows)

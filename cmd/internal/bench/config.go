@@ -27,6 +27,7 @@ type Config struct {
 	Schedulers []string
 	JSONPath   string // "" = no JSON report; "-" = stdout (the table then goes to stderr)
 	PlotPath   string // "" = no plot; .png or .svg
+	TracePath  string // "" = no runtime trace
 	Quiet      bool   // no progress output
 
 	// onPacedGet, when set (by tests), is called with the latency from
@@ -48,6 +49,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed for keys, values and every random choice")
 	fs.StringVar(&c.JSONPath, "json", "", "write the results as JSON to `FILE`; - writes them to stdout, and the table to stderr instead")
 	fs.StringVar(&c.PlotPath, "plot", "", "plot latency percentiles to `FILE` (.png or .svg)")
+	fs.StringVar(&c.TracePath, "trace", "", "write a Go runtime trace of the whole run to `FILE`, for go tool trace "+
+		"(e.g. go tool trace -pprof=sched FILE: where goroutines waited for a P); large: keep the run short")
 	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "no progress output")
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"os"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"time"
@@ -62,10 +64,21 @@ type setupStores interface{ StoreSetup() StoreSetup }
 // was measured: the phases done, and the stopped phase's figures so far,
 // marked interrupted. It then returns ErrInterrupted, wrapping ctx's
 // cause.
-func Run(ctx context.Context, cfg *Config, w Workload, stores Stores, out, errOut io.Writer) error {
+func Run(ctx context.Context, cfg *Config, w Workload, stores Stores, out, errOut io.Writer) (err error) {
 	r := &runner{cfg: cfg, w: w, stores: stores, prog: newProgress(errOut, cfg.Quiet),
 		byRun: make(map[[2]string][]Result)}
 	r.prog.printf("kvbench: %d keys of %d bytes %s, seed %d", cfg.Keys, cfg.ValueSize, stores.Describe(), cfg.Seed)
+	if cfg.TracePath != "" {
+		stopTrace, err := startTrace(cfg.TracePath)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if terr := stopTrace(); err == nil {
+				err = terr
+			}
+		}()
+	}
 
 	var stop interruption
 	if err := r.measure(ctx); err != nil && !errors.As(err, &stop) {
@@ -261,4 +274,20 @@ func nameStream(name string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	return h.Sum64()
+}
+
+// startTrace starts a runtime trace into a new file at path, and returns
+// what stops it and closes the file.
+func startTrace(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		return nil, errors.Join(fmt.Errorf("--trace: %w", err), f.Close())
+	}
+	return func() error {
+		trace.Stop()
+		return f.Close()
+	}, nil
 }

@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -123,4 +126,14 @@ func plainResultIDs(w Workload, schedulers []string) [][4]string {
 		}
 	}
 	return ids
+}
+
+// --trace writes a runtime trace of the run.
+func TestRun_Trace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.trace")
+	runTiny(t, lookup(t, "get"), "--schedulers", "mlfq", "--duration", "50ms", "--warmup", "0s", "--trace", path)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(b, []byte("go 1.")), "a Go execution trace, its header first")
+	assert.Greater(t, len(b), 1000)
 }
