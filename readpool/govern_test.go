@@ -209,3 +209,64 @@ func TestEstimateWait_AtLeastRecentWaits(t *testing.T) {
 		assert.Equal(t, 2*time.Millisecond, p.EstimateWait(SpawnOptions{}), "the mean of the slots that measured")
 	})
 }
+
+// The estimate against the wait measured: on synctest's clock, with one
+// worker whose steps all take 1 ms (the average is of every step: short
+// steps among long ones pull it down, and the estimate with it), a task spawned behind n queued ones
+// while a step has just begun waits n+1 steps; the estimate (half the
+// running step assumed done) is within one step of it, and a task admitted
+// with a limit the estimate fits in is counted as started within it.
+func TestEstimateWait_AgainstMeasuredWait(t *testing.T) {
+	const step = time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		p, err := New(Options{Workers: 1, Spares: -1, Queue: NewFIFO(), TimeSlice: time.Hour})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, p.Close()) }()
+		sleeper := func(started chan<- struct{}) (*funcTask, chan error) {
+			return doneTask(func(*StepContext) Status {
+				if started != nil {
+					close(started)
+				}
+				time.Sleep(step)
+				return Ready
+			})
+		}
+		// Teach the worker's average what a step takes.
+		for range 20 {
+			task, done := sleeper(nil)
+			require.NoError(t, p.Go(context.Background(), task, SpawnOptions{}))
+			require.NoError(t, <-done)
+		}
+		for _, n := range []int{0, 1, 4} {
+			started := make(chan struct{})
+			running, runningDone := sleeper(started)
+			require.NoError(t, p.Go(context.Background(), running, SpawnOptions{}))
+			<-started // a step has just begun: 1 ms left of it
+			var dones []chan error
+			for range n {
+				task, done := sleeper(nil)
+				require.NoError(t, p.Go(context.Background(), task, SpawnOptions{}))
+				dones = append(dones, done)
+			}
+			est := p.EstimateWait(SpawnOptions{})
+			spawned := time.Now()
+			var waited time.Duration
+			probe, probeDone := doneTask(func(*StepContext) Status {
+				waited = time.Since(spawned)
+				time.Sleep(step) // every step 1 ms, the probe's too: the average stays a step
+				return Ready
+			})
+			require.NoError(t, p.Go(context.Background(), probe, SpawnOptions{MaxQueueWait: est + step}))
+			require.NoError(t, <-probeDone)
+			require.NoError(t, <-runningDone)
+			for _, d := range dones {
+				require.NoError(t, <-d)
+			}
+			assert.Equal(t, time.Duration(n+1)*step, waited, "%d queued: the running step and each of them", n)
+			assert.InDelta(t, float64(waited), float64(est), float64(step), "%d queued: the estimate %v within a step of the wait %v", n, est, waited)
+		}
+		w := p.Stats().Waits
+		assert.EqualValues(t, 3, w.Started)
+		assert.EqualValues(t, 3, w.WithinLimit, "each admitted with its estimate plus a step, and started within it")
+	})
+}
