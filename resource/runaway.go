@@ -1,6 +1,8 @@
 package resource
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -194,4 +196,49 @@ func judge(rule *RunawayRule, exec time.Duration, rows int64) bool {
 	}
 	return rule.ExecElapsed > 0 && exec > rule.ExecElapsed ||
 		rule.RowsScanned > 0 && rows > rule.RowsScanned
+}
+
+// UnmarshalJSON reads a rule in the wire names (exec_elapsed_ns,
+// rows_scanned, action, watch_ns, as the admin handler writes it) or in the
+// Go field names (ExecElapsed, RowsScanned, Action, Watch: a
+// json:",omitempty" tag's, as shared/API.md spells the field), durations
+// as nanoseconds either way. A field given both ways, or an unknown field,
+// is an error: a rule that is not what its writer meant must not pass.
+func (r *RunawayRule) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ExecElapsedNs *time.Duration `json:"exec_elapsed_ns"`
+		ExecElapsed   *time.Duration `json:"ExecElapsed"`
+		RowsScanned   *int64         `json:"rows_scanned"`
+		RowsScannedGo *int64         `json:"RowsScanned"`
+		Action        RunawayAction  `json:"action"` // matches Action too: names match without case
+		WatchNs       *time.Duration `json:"watch_ns"`
+		Watch         *time.Duration `json:"Watch"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRunaway, err)
+	}
+	var errs []error
+	*r = RunawayRule{
+		ExecElapsed: pick(&errs, "exec_elapsed_ns", w.ExecElapsedNs, w.ExecElapsed),
+		RowsScanned: pick(&errs, "rows_scanned", w.RowsScanned, w.RowsScannedGo),
+		Action:      w.Action,
+		Watch:       pick(&errs, "watch_ns", w.WatchNs, w.Watch),
+	}
+	return errors.Join(errs...)
+}
+
+// pick is a field given by its wire name or by its Go name, the zero value
+// for neither; both is an error, added to errs.
+func pick[T any](errs *[]error, name string, wire, goName *T) (v T) {
+	switch {
+	case wire != nil && goName != nil:
+		*errs = append(*errs, fmt.Errorf("%w: %s given twice, by its wire name and its Go name", ErrInvalidRunaway, name))
+	case wire != nil:
+		v = *wire
+	case goName != nil:
+		v = *goName
+	}
+	return v
 }

@@ -209,3 +209,30 @@ func TestGroupConfig_RunawayJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"runaway":{"exec_elapsed_ns":10000000,`)
 }
+
+// A rule reads from the wire names and from the Go names (a
+// json:",omitempty" tag's, as API.md spells GroupConfig.Runaway); a field
+// given both ways, or an unknown one, is refused.
+func TestRunawayRule_UnmarshalBothNames(t *testing.T) {
+	want := RunawayRule{ExecElapsed: 10 * time.Millisecond, RowsScanned: 500, Action: RunawayKill, Watch: time.Minute}
+	for _, in := range []string{
+		`{"exec_elapsed_ns":10000000,"rows_scanned":500,"action":"kill","watch_ns":60000000000}`,
+		`{"ExecElapsed":10000000,"RowsScanned":500,"Action":"kill","Watch":60000000000}`,
+	} {
+		var r RunawayRule
+		require.NoError(t, json.Unmarshal([]byte(in), &r), in)
+		assert.Equal(t, want, r, in)
+	}
+	var cfg GroupConfig
+	require.NoError(t, json.Unmarshal([]byte(`{"name":"g","Runaway":{"ExecElapsed":10000000,"Action":"cooldown"}}`), &cfg))
+	require.NotNil(t, cfg.Runaway)
+	assert.Equal(t, RunawayRule{ExecElapsed: 10 * time.Millisecond, Action: RunawayCooldown}, *cfg.Runaway)
+
+	for _, bad := range []string{
+		`{"exec_elapsed_ns":1000000,"ExecElapsed":1000000,"action":"kill"}`,
+		`{"exec_elapsed_ms":10,"action":"kill"}`,
+	} {
+		var r RunawayRule
+		assert.ErrorIs(t, json.Unmarshal([]byte(bad), &r), ErrInvalidRunaway, bad)
+	}
+}
