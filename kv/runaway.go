@@ -63,18 +63,26 @@ func (db *DB) SetRunaway(rule *resource.RunawayRule) error {
 	return nil
 }
 
-// ruleFor is the rule in force for e now: its group's, read afresh at
-// every step, so that a group's rule changed by Put applies from the next.
-func (g *governor) ruleFor(e *readpool.Entry) *resource.RunawayRule {
-	if grp, ok := e.Tag.(*resource.Group); ok && grp != nil {
+// groupOf is the resource group a read's tag (Entry.Tag, SpawnOptions.Tag)
+// names: nil without resource control.
+func groupOf(tag any) *resource.Group {
+	grp, _ := tag.(*resource.Group)
+	return grp
+}
+
+// ruleFor is the rule in force for a read of group grp now: its group's,
+// read afresh at every step, so that a group's rule changed by Put applies
+// from the next; the store's without resource control.
+func (g *governor) ruleFor(grp *resource.Group) *resource.RunawayRule {
+	if grp != nil {
 		return grp.Runaway()
 	}
 	return g.rule.Load()
 }
 
-// groupName is the name e's reads are counted and watched under.
-func groupName(e *readpool.Entry) string {
-	if grp, ok := e.Tag.(*resource.Group); ok && grp != nil {
+// groupName is the name grp's reads are counted and watched under.
+func groupName(grp *resource.Group) string {
+	if grp != nil {
 		return grp.Name()
 	}
 	return resource.DefaultGroup
@@ -93,19 +101,20 @@ func watchKey(taskID uint64, origin []byte) resource.WatchKey {
 // no watch carries no state and costs a type check and an atomic load a
 // step; its state is made the first time a rule is in force for it.
 func (g *governor) Govern(e *readpool.Entry, _ readpool.Task) readpool.Verdict {
-	rule := g.ruleFor(e)
+	grp := groupOf(e.Tag)
+	rule := g.ruleFor(grp)
 	rd, _ := e.Governed.(*resource.RunawayRead)
 	if rd == nil {
 		if rule == nil {
 			return readpool.Verdict{}
 		}
-		r := g.rw.NewRead(groupName(e), watchKey(e.TaskID, e.Origin))
+		r := g.rw.NewRead(groupName(grp), watchKey(e.TaskID, e.Origin))
 		rd = &r
 		e.Governed = rd
 	}
 	a, newly := g.rw.Observe(rd, rule, e.Elapsed, e.Rows)
 	if newly {
-		g.log.Warn("kv: runaway read", "group", groupName(e), "action", string(a), "rule", rule.String(),
+		g.log.Warn("kv: runaway read", "group", groupName(grp), "action", string(a), "rule", rule.String(),
 			"exec", e.Elapsed, "rows", e.Rows, "task_id", e.TaskID, "start", e.Origin)
 	}
 	return verdict(a)
@@ -134,20 +143,20 @@ func (g *governor) watched(o *readpool.SpawnOptions, origin []byte, point bool) 
 	if !g.rw.Watching() || point && o.TaskID == 0 {
 		return nil
 	}
-	e := readpool.Entry{Tag: o.Tag}
-	rd := g.rw.NewRead(groupName(&e), watchKey(o.TaskID, origin))
+	group := groupName(groupOf(o.Tag))
+	rd := g.rw.NewRead(group, watchKey(o.TaskID, origin))
 	if rd.Watched() {
 		// Info, not Warn: a client retrying a watched read would fill the
 		// log; the watch was logged when its rule caught the first.
-		g.log.Info("kv: runaway read caught by a watch", "group", groupName(&e), "action", string(rd.Action()),
+		g.log.Info("kv: runaway read caught by a watch", "group", group, "action", string(rd.Action()),
 			"task_id", o.TaskID, "start", origin)
 	}
-	switch rd.Action() {
-	case resource.RunawayKill:
-		return ErrRunaway
-	case resource.RunawayCooldown:
-		o.Demoted = true
+	// The verdict a step would get, applied before the first.
+	v := verdict(rd.Action())
+	if v.Stop != nil {
+		return v.Stop
 	}
+	o.Demoted = v.Demote
 	o.Governed = &rd
 	return nil
 }

@@ -67,7 +67,7 @@ func waitEstimate(ahead, free, workers int, step time.Duration) time.Duration {
 // EstimateWait is how long a task spawned now with o would wait for its
 // first step, as SpawnOptions.MaxQueueWait compares it.
 func (p *Pool) EstimateWait(o SpawnOptions) time.Duration {
-	e := Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Short: o.Short, Tag: o.Tag, Demoted: o.Demoted}
+	e := o.entry()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.estimateLocked(&e)

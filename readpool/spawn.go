@@ -36,7 +36,8 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 		h = p.handles.Get().(*Handle)
 	}
 	h.t, h.ctx, h.short = t, ctx, o.Short
-	h.e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Short: o.Short, Tag: o.Tag, Demoted: o.Demoted, Origin: o.Origin, Governed: o.Governed, maxWait: o.MaxQueueWait, h: h}
+	h.e = o.entry()
+	h.e.h = h
 	if err := ctx.Err(); err != nil {
 		return p.spawnDone(h, err)
 	}
@@ -176,4 +177,10 @@ func (p *Pool) accept(h *Handle) {
 	if !h.short {
 		p.longLive.Add(1)
 	}
+}
+
+// entry is the entry of a task spawned with o, before the pool owns it.
+func (o *SpawnOptions) entry() Entry {
+	return Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Short: o.Short,
+		Tag: o.Tag, Demoted: o.Demoted, Origin: o.Origin, Governed: o.Governed, maxWait: o.MaxQueueWait}
 }
