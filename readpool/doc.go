@@ -41,7 +41,9 @@
 // Workers share Go's scheduler with the embedding program. A worker that has
 // run about a quarter of a time slice gives its P back with runtime.Gosched,
 // between steps and inside ShouldYield, so the program's own goroutines do
-// not wait for Go's 10 ms preemption. Idle workers park; an idle pool burns
+// not wait for Go's 10 ms preemption; so does a step a scan's consumer runs
+// itself ([Waker.StepHere]), and a demoted task's step (a runaway read
+// cooled down) every quarter of that. Idle workers park; an idle pool burns
 // no CPU.
 //
 // A step that ends a task whose spawner is blocked on it ([Awaited]) readies

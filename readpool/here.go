@@ -8,6 +8,10 @@ package readpool
 // filed as a worker's would be, and the queue decides as it would on a
 // wake: the task goes through Push and Pop, so it runs here only if the
 // queue would pop it now (a throttled group's task is held back instead).
+// The step gives the P back to Go's scheduler as a worker's would (see
+// ShouldYield): a consumer that steps its scan here batch after batch never
+// blocks, and would otherwise keep its P until Go's 10 ms preemption while
+// the program's other goroutines wait for it.
 //
 // StepHere reports true when it took the wake: it stepped the task, or
 // queued it (held back, or cancelled meanwhile) as Wake would. It reports
@@ -59,7 +63,7 @@ func (w Waker) StepHere() bool {
 	}
 	s := &wk.lent
 	s.stats.here.Add(1)
-	r, _ := p.runStep(s, h, now, false)
+	r, _ := p.runStep(s, h, now, true)
 	p.mu.Lock()
 	p.fileLentLocked(wk, h, &r)
 	return true

@@ -69,6 +69,12 @@ type Stats struct {
 	// CallerHandoffs counts the times a worker gave its P to the caller
 	// its step's completion readied (Awaited).
 	CallerHandoffs int64 `json:"caller_handoffs"`
+	// Goscheds counts the times a step or a worker between steps gave its
+	// P back to Go's scheduler after keeping it for a quarter of a time
+	// slice (at most 100 µs; a quarter of that for a demoted task), so
+	// that the program's goroutines are not left waiting for Go's 10 ms
+	// preemption.
+	Goscheds int64 `json:"goscheds"`
 
 	QueueWait DurationSummary `json:"queue_wait"`
 	StepTime  DurationSummary `json:"step_time"`
@@ -162,6 +168,7 @@ func (p *Pool) Stats() Stats {
 	s.LongSteps = p.mon.longSteps.Load()
 	s.Preempted = p.preempted.Load()
 	s.CallerHandoffs = agg.handoffs.Load()
+	s.Goscheds = agg.goscheds.Load()
 	s.Batched = agg.batched.Load()
 	s.Stolen = agg.stolen.Load()
 	s.QueueWait = summary(&agg.wait)

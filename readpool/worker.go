@@ -45,6 +45,7 @@ type workerStats struct {
 	inline                  atomic.Int64 // first steps run inline on this slot
 	completed               atomic.Int64 // tasks ended by a step on this slot
 	handoffs                atomic.Int64 // Ps given to a caller a completion readied
+	goscheds                atomic.Int64 // Ps given back to Go's scheduler, not to a caller
 	here                    atomic.Int64 // steps run by the goroutine awaiting them (StepHere)
 	batched                 atomic.Int64 // tasks taken into the local queue with another
 	stolen                  atomic.Int64 // tasks stolen from another worker's local queue
@@ -58,6 +59,7 @@ func (s *workerStats) add(o *workerStats) {
 	s.inline.Add(o.inline.Load())
 	s.completed.Add(o.completed.Load())
 	s.handoffs.Add(o.handoffs.Load())
+	s.goscheds.Add(o.goscheds.Load())
 	s.here.Add(o.here.Load())
 	s.batched.Add(o.batched.Load())
 	s.stolen.Add(o.stolen.Load())
@@ -186,6 +188,8 @@ func (p *Pool) work(w *worker) {
 func (p *Pool) giveP(s *slot, a pAction) time.Duration {
 	if a == handOffP {
 		s.stats.handoffs.Add(1)
+	} else {
+		s.stats.goscheds.Add(1)
 	}
 	runtime.Gosched()
 	s.lastGosched = p.now()
