@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/coopkv/coopkv/readpool"
@@ -21,6 +22,18 @@ import (
 // the pool applies its verdict at the read's next step boundary
 // (readpool.Governor). Reads of SchedulerDirect have no steps: no rule
 // applies to them.
+
+// cooledSlots is how many runaway reads in cooldown may be ready or running
+// at once, across groups: a quarter of the workers, at least one. The rest
+// wait their turn (readpool.Cooled): the lowest priority alone lets
+// cooled-down reads take every worker whenever nothing else is queued, and
+// the program's own goroutines then wait for a P beside them.
+func cooledSlots(workers int) int {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	return max(1, workers/4)
+}
 
 // governor is the store's readpool.Governor.
 type governor struct {

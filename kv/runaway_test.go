@@ -2,6 +2,8 @@ package kv
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,4 +195,49 @@ func TestRunaway_SetRunaway(t *testing.T) {
 
 	direct := openTest(t, "", &Options{InMemory: true, Scheduler: SchedulerDirect})
 	assert.Error(t, direct.SetRunaway(&resource.RunawayRule{RowsScanned: 1, Action: resource.RunawayKill}))
+}
+
+// Reads in cooldown take turns at the cooled slots (a quarter of the
+// workers, at least one) and all run to their end, on both queues that
+// demote: none is lost or left waiting for a slot that never frees.
+func TestRunaway_CooledDownReadsTakeTurns(t *testing.T) {
+	const n, readers = 5000, 6
+	rule := &resource.RunawayRule{RowsScanned: 300, Action: resource.RunawayCooldown}
+	for _, sched := range []Scheduler{SchedulerMLFQ, SchedulerPriority} {
+		t.Run(string(sched), func(t *testing.T) {
+			o := &Options{InMemory: true, Workers: 4, TimeSlice: 50 * time.Microsecond, Scheduler: sched}
+			if sched == SchedulerPriority {
+				o.ResourceControl = true
+			} else {
+				o.Runaway = rule
+			}
+			db := openTest(t, "", o)
+			if sched == SchedulerPriority {
+				g, _ := db.ResourceGroups().Get(resource.DefaultGroup)
+				g.Runaway = rule
+				require.NoError(t, db.ResourceGroups().Put(g))
+			}
+			load(t, db, n, func(int) []byte { return []byte("v") })
+			var wg sync.WaitGroup
+			rows := make([]int, readers)
+			errs := make([]error, readers)
+			for i := range readers {
+				wg.Go(func() { rows[i], errs[i] = scanAll(context.Background(), db, keyN(i)) })
+			}
+			wg.Wait()
+			for i := range readers {
+				require.NoError(t, errs[i])
+				assert.Equal(t, n-i, rows[i], "reader %d ran to its end", i)
+			}
+			assert.EqualValues(t, readers, runawayStats(t, db, resource.DefaultGroup).Cooldown)
+			assert.Zero(t, db.Stats().Pool.Queue.Held, "no read left waiting for a slot")
+		})
+	}
+}
+
+func TestRunaway_CooledSlots(t *testing.T) {
+	for workers, want := range map[int]int{1: 1, 2: 1, 4: 1, 7: 1, 8: 2, 16: 4} {
+		assert.Equal(t, want, cooledSlots(workers), "%d workers", workers)
+	}
+	assert.Equal(t, max(1, runtime.GOMAXPROCS(0)/4), cooledSlots(0), "0: GOMAXPROCS workers")
 }

@@ -61,6 +61,9 @@ type Entry struct {
 	// estimated at spawn: kept to count how often it was right.
 	maxWait, estimate time.Duration
 	h                 *Handle
+	// cooledSlot: the entry holds one of its queue's slots for demoted
+	// tasks (Cooled).
+	cooledSlot bool
 
 	// Container links, owned by whichever EntryList or EntryHeap holds it.
 	prev, next *Entry

@@ -53,7 +53,7 @@ func (p *Pool) takeLocked(e *Entry, now time.Duration) (*Handle, error) {
 		panic("readpool: popped a task that was not queued")
 	}
 	if err := h.stopReason(); err != nil {
-		p.q.Done(e, 0, now)
+		p.doneLocked(e, 0, now)
 		h.markCompleted()
 		p.dropped.Add(1)
 		return h, err
@@ -219,4 +219,11 @@ func (p *Pool) removeWaitingLocked(h *Handle) {
 	h.waitNext.waitPrev = h.waitPrev
 	h.waitPrev, h.waitNext = nil, nil
 	p.waitingN--
+}
+
+// doneLocked tells the queue a step of e is done, and mirrors its length
+// again: a Done may make work ready (a cooled slot passed on, Cooled).
+func (p *Pool) doneLocked(e *Entry, elapsed, now time.Duration) {
+	p.q.Done(e, elapsed, now)
+	p.syncQueuedLocked(now)
 }

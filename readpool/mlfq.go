@@ -14,6 +14,10 @@ type MLFQOptions struct {
 	// an id unseen for between one and two periods is forgotten.
 	// Default 10 s (as YATP).
 	PruneEvery time.Duration
+	// CooledSlots caps the demoted tasks (runaway reads in cooldown) ready
+	// or running at once; the others wait their turn, held back (see
+	// Cooled). 0 = no cap.
+	CooledSlots int
 }
 
 // DefaultLevelThresholds is MLFQOptions.Thresholds' default: the step
@@ -87,6 +91,8 @@ type MLFQ struct {
 	cur, old map[uint64]time.Duration
 	lastSwap time.Duration
 	pre      *Preemption
+	cool     Cooled
+	now      time.Duration // the latest time the pool passed in
 }
 
 // NewMLFQ returns an empty MLFQ with the given options.
@@ -97,6 +103,7 @@ func NewMLFQ(opts MLFQOptions) *MLFQ {
 		cur:  make(map[uint64]time.Duration),
 		old:  make(map[uint64]time.Duration),
 		pre:  NewPreemption(),
+		cool: NewCooled(opts.CooledSlots),
 	}
 }
 
@@ -151,8 +158,30 @@ func (q *MLFQ) MayInline(e *Entry) bool {
 	return false
 }
 
-// Push implements Queue.
-func (q *MLFQ) Push(e *Entry, _ time.Duration) {
+// Push implements Queue: a demoted task without one of the cooled slots
+// waits for one.
+func (q *MLFQ) Push(e *Entry, now time.Duration) {
+	q.tick(now)
+	queue, next := q.cool.Push(e)
+	if next != nil {
+		q.push(next)
+	}
+	if queue {
+		q.push(e)
+	} else {
+		e.Level = len(q.levels) - 1 // where it will run
+	}
+}
+
+// tick notes the pool's time now (Forever is not a time).
+func (q *MLFQ) tick(now time.Duration) {
+	if now != Forever {
+		q.now = max(q.now, now)
+	}
+}
+
+// push queues e at its level.
+func (q *MLFQ) push(e *Entry) {
 	lv := q.admit(e)
 	if lv == 0 {
 		// Entries that have attained nothing come before all others and,
@@ -218,7 +247,9 @@ func (q *MLFQ) Ahead(e *Entry) int {
 }
 
 // Pop implements Queue: the non-empty level furthest behind its share.
-func (q *MLFQ) Pop(time.Duration) *Entry {
+// Pop(Forever) takes the demoted tasks waiting for a slot too, last.
+func (q *MLFQ) Pop(now time.Duration) *Entry {
+	q.tick(now)
 	best := -1
 	for i := range q.levels {
 		if q.queued(i) > 0 && (best < 0 || q.vtime[i] < q.vtime[best]) {
@@ -226,7 +257,15 @@ func (q *MLFQ) Pop(time.Duration) *Entry {
 		}
 	}
 	if best < 0 {
-		return nil
+		if now != Forever {
+			return nil
+		}
+		e := q.cool.Drain()
+		if e != nil {
+			e.Class = int64(len(q.levels) - 1)
+			q.running[e.Class]++
+		}
+		return e
 	}
 	return q.popLevel(best)
 }
@@ -276,8 +315,15 @@ func (q *MLFQ) PopBatch(first *Entry, now time.Duration) *Entry {
 
 // Remove implements Queue.
 func (q *MLFQ) Remove(e *Entry) bool {
-	if !e.Unlink() {
+	if !e.Queued() {
 		return false
+	}
+	next, waited := q.cool.Remove(e)
+	if !waited {
+		e.Unlink()
+	}
+	if next != nil {
+		q.push(next)
 	}
 	q.publish()
 	return true
@@ -292,8 +338,16 @@ func (q *MLFQ) publish() {
 	}
 }
 
-// Held implements Queue: an MLFQ holds nothing back.
-func (q *MLFQ) Held() (int, time.Duration) { return 0, 0 }
+// Held implements Queue: the demoted tasks waiting for a cooled slot. A
+// slot frees at a Done, after which the worker that filed it pops (and
+// the pool wakes one for a step run off the workers), so the time is only
+// a backstop.
+func (q *MLFQ) Held() (int, time.Duration) {
+	if n := q.cool.Waiting(); n > 0 {
+		return n, q.now + CooledRecheck
+	}
+	return 0, 0
+}
 
 // Preemption implements Queue: level-0 work waiting preempts steps of the
 // lower levels at their next unit, so a short read waits for one unit of a
@@ -317,6 +371,10 @@ func (q *MLFQ) Done(e *Entry, elapsed, now time.Duration) {
 		e.QueueState += uint64(elapsed) // e's own time charged to its id
 	}
 	q.maybePrune(now)
+	q.tick(now)
+	if next := q.cool.Done(e); next != nil {
+		q.push(next)
+	}
 }
 
 // maybePrune swaps generations in O(1): the old map is dropped whole (the
@@ -348,7 +406,7 @@ func (q *MLFQ) Len() int { return q.queued(0) + q.queued(1) + q.queued(2) }
 
 // Stats implements Queue.
 func (q *MLFQ) Stats() QueueStats {
-	s := QueueStats{Kind: "mlfq", Levels: make([]LevelStats, len(q.levels))}
+	s := QueueStats{Kind: "mlfq", Levels: make([]LevelStats, len(q.levels)), Held: q.cool.Waiting()}
 	var total time.Duration
 	var activeShare float64
 	for i := range q.levels {

@@ -16,16 +16,20 @@ import (
 // test -run TestQueue_Scripts -rewrite, then read the diff). No goroutine,
 // no clock: the time is passed in.
 //
-//	new kind=fifo|work-stealing|mlfq   a fresh queue at time 0
-//	push id=a [task=N] [level=L] [short] [at=T]
+//	new kind=fifo|work-stealing|mlfq [cooled=N]
+//	                                   a fresh queue at time 0 (cooled: the
+//	                                   MLFQ's CooledSlots)
+//	push id=a [task=N] [level=L] [short] [demoted] [at=T]
 //	                                   a new task is ready (task: its TaskID;
 //	                                   level: pinned there); prints its level
-//	pop [n=N] [at=T]                   the next N entries to step, with the
+//	pop [n=N] [at=T] [forever]         the next N entries to step, with the
 //	                                   class each steps at, or "none"
+//	                                   (forever: Pop(Forever), Close's)
 //	popurgent / popbatch first=a       UrgentPopper's and Batcher's pops
-//	yield id=a used=D                  a's step ran for D and the task goes
+//	yield id=a used=D [demoted=B]      a's step ran for D and the task goes
 //	                                   on: pushed again, then Done (the
 //	                                   pool's order); prints its level
+//	                                   (demoted: a Governor's verdict first)
 //	done id=a used=D                   a's step ran for D and the task ended
 //	                                   (or waits for a wake): Done
 //	run n=N used=D                     N steps of one worker: pop, yield for
@@ -34,6 +38,7 @@ import (
 //	inline id=a [task=N] [level=L] [short]
 //	                                   MayInline's answer for an arrival
 //	stats                              Len, the preemption hint, the levels
+//	held                               Held: the count, and until when
 //
 // yield and done move the clock on by D (one worker ran the step); at=T
 // sets it, never back.
@@ -74,7 +79,9 @@ func (s *queueScript) run(t *testing.T, d *datadriven.TestData) string {
 		case "work-stealing":
 			s.q = NewWorkStealing()
 		case "mlfq":
-			s.q = NewMLFQ(MLFQOptions{})
+			var cooled int
+			d.MaybeScanArgs(t, "cooled", &cooled)
+			s.q = NewMLFQ(MLFQOptions{CooledSlots: cooled})
 		default:
 			d.Fatalf(t, "unknown queue %q", kind)
 		}
@@ -93,9 +100,13 @@ func (s *queueScript) run(t *testing.T, d *datadriven.TestData) string {
 	case "pop":
 		n := 1
 		d.MaybeScanArgs(t, "n", &n)
+		at := s.now
+		if d.HasArg("forever") {
+			at = Forever // Close's drain
+		}
 		var out []string
 		for range n {
-			out = append(out, s.popped(s.q.Pop(s.now)))
+			out = append(out, s.popped(s.q.Pop(at)))
 		}
 		return strings.Join(out, "\n")
 	case "popurgent":
@@ -109,6 +120,7 @@ func (s *queueScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		var used time.Duration
 		d.ScanArgs(t, "used", &used)
+		d.MaybeScanArgs(t, "demoted", &e.Demoted)
 		s.step(e, used, d.Cmd == "yield")
 		if d.Cmd == "yield" {
 			return fmt.Sprintf("%s level=%d", s.ids[e], e.Level)
@@ -140,6 +152,12 @@ func (s *queueScript) run(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprint(s.q.Remove(s.entry(t, d, "id")))
 	case "stats":
 		return s.stats()
+	case "held":
+		n, until := s.q.Held()
+		if n == 0 {
+			return "held=0"
+		}
+		return fmt.Sprintf("held=%d until=%v", n, until)
 	}
 	d.Fatalf(t, "unknown command %q", d.Cmd)
 	return ""
@@ -163,7 +181,7 @@ func (s *queueScript) newEntry(t *testing.T, d *datadriven.TestData) *Entry {
 	if _, ok := s.es[id]; ok {
 		d.Fatalf(t, "task %s exists: yield requeues it", id)
 	}
-	e := &Entry{Short: d.HasArg("short")}
+	e := &Entry{Short: d.HasArg("short"), Demoted: d.HasArg("demoted")}
 	d.MaybeScanArgs(t, "task", &e.TaskID)
 	if d.HasArg("level") {
 		e.Fixed = true

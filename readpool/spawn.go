@@ -161,6 +161,12 @@ func (p *Pool) spawnInline(h *Handle, w *worker) (*Handle, error) {
 // the slot back.
 func (p *Pool) fileLentLocked(w *worker, h *Handle, r *stepResult) {
 	wk, stop := p.fileLocked(h, r, true)
+	if wk == nil && p.syncQueuedLocked(r.end) > 0 {
+		// The step's Done made work ready (a cooled slot freed: see
+		// Cooled), and no worker is about to pop after it, as one would
+		// after its own step.
+		wk = p.slots.unparkOneLocked()
+	}
 	p.mu.Unlock()
 	signal(wk)
 	if stop != nil {

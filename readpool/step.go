@@ -231,12 +231,12 @@ func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (w *worker, sto
 	e := &h.e
 	p.running--
 	if r.finished() {
-		p.q.Done(e, r.elapsed(), r.end)
+		p.doneLocked(e, r.elapsed(), r.end)
 		p.recycle(h) // the last touch: completeStep called Done already
 		return nil, nil
 	}
 	if r.status == Pending && h.park() {
-		p.q.Done(e, r.elapsed(), r.end)
+		p.doneLocked(e, r.elapsed(), r.end)
 		if p.closed {
 			// Close has swept the waiting list already.
 			h.abort(h.gen, stateWaiting)
@@ -253,13 +253,13 @@ func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (w *worker, sto
 	}
 	if err != nil {
 		h.abort(h.gen, stateQueued)
-		p.q.Done(e, r.elapsed(), r.end)
+		p.doneLocked(e, r.elapsed(), r.end)
 		return nil, err
 	}
 	// Push before Done, so that the MLFQ sees the task's level still busy
 	// and does not treat its return as a level back from idleness.
 	w = p.pushLocked(h, r.end, unpark)
-	p.q.Done(e, r.elapsed(), r.end)
+	p.doneLocked(e, r.elapsed(), r.end)
 	return w, nil
 }
 

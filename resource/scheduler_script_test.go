@@ -19,20 +19,23 @@ import (
 // -rewrite, then read the diff). No goroutine; the pool time is passed in,
 // and the manager's clock reads the same time.
 //
-//	new                                a fresh manager and scheduler at 0
+//	new [cooled=N]                     a fresh manager and scheduler at 0
+//	                                   (cooled: SetCooledSlots(N))
 //	group name=g [ru=R] [burstable] [prio=high|medium|low]
 //	                                   puts a group's config (a change
 //	                                   kicks: Pop looks at held tasks again)
-//	spawn id=a [group=g] [prio=P] [max=N] [at=T]
+//	spawn id=a [group=g] [prio=P] [max=N] [demoted] [at=T]
 //	                                   a new task of group g (default: the
 //	                                   default group; prio: the request's
 //	                                   own), asked Admit with MaxTasks N
 //	                                   (default 100), queued if admitted;
 //	                                   prints its key or "busy"
-//	pop [n=N] [at=T]                   the next N tasks, or "none"
-//	yield id=a used=D                  a's step ran for D, is charged, and
+//	pop [n=N] [at=T] [forever]         the next N tasks, or "none"
+//	                                   (forever: Pop(Forever), Close's)
+//	yield id=a used=D [demoted=B]      a's step ran for D, is charged, and
 //	                                   the task goes on: pushed again, then
-//	                                   Done (the pool's order)
+//	                                   Done (the pool's order); demoted: a
+//	                                   Governor's verdict first
 //	done id=a used=D                   the same, but the task ended
 //	run n=N used=D [at=T]              N steps of one worker: pop, yield
 //	                                   for D; prints the ids, in order
@@ -75,6 +78,9 @@ func (s *schedScript) run(t *testing.T, d *datadriven.TestData) string {
 		s.m = NewManager()
 		s.m.clock = func() time.Duration { return s.now }
 		s.s = NewScheduler(s.m)
+		var cooled int
+		d.MaybeScanArgs(t, "cooled", &cooled)
+		s.s.SetCooledSlots(cooled)
 		s.s.SetKick(func() {})
 		s.now = 0
 		s.es, s.ids, s.stepped = map[string]*readpool.Entry{}, map[*readpool.Entry]string{}, map[*readpool.Entry]bool{}
@@ -94,7 +100,7 @@ func (s *schedScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		group := DefaultGroup
 		d.MaybeScanArgs(t, "group", &group)
-		e := &readpool.Entry{Group: group, Tag: s.m.Resolve(group), Priority: uint64(scanPriority(t, d))}
+		e := &readpool.Entry{Group: group, Tag: s.m.Resolve(group), Priority: uint64(scanPriority(t, d)), Demoted: d.HasArg("demoted")}
 		maxTasks := 100
 		d.MaybeScanArgs(t, "max", &maxTasks)
 		if !s.s.Admit(e, maxTasks) {
@@ -106,9 +112,13 @@ func (s *schedScript) run(t *testing.T, d *datadriven.TestData) string {
 	case "pop":
 		n := 1
 		d.MaybeScanArgs(t, "n", &n)
+		at := s.now
+		if d.HasArg("forever") {
+			at = readpool.Forever
+		}
 		var out []string
 		for range n {
-			e := s.s.Pop(s.now)
+			e := s.s.Pop(at)
 			if e == nil {
 				out = append(out, "none")
 				continue
@@ -123,6 +133,7 @@ func (s *schedScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		var used time.Duration
 		d.ScanArgs(t, "used", &used)
+		d.MaybeScanArgs(t, "demoted", &e.Demoted)
 		s.step(e, used, d.Cmd == "yield")
 		if d.Cmd == "yield" {
 			return s.placed(e)
@@ -186,6 +197,9 @@ func (s *schedScript) step(e *readpool.Entry, used time.Duration, goesOn bool) {
 func (s *schedScript) placed(e *readpool.Entry) string {
 	if e.QueueState&qsHeld != 0 {
 		return fmt.Sprintf("%s held until=%v", s.ids[e], time.Duration(e.Key))
+	}
+	if e.QueueState&qsCooled != 0 {
+		return fmt.Sprintf("%s waits for a cooled slot", s.ids[e])
 	}
 	return fmt.Sprintf("%s %s level=%d", s.ids[e], s.key(e.Key), e.Level)
 }
