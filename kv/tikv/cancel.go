@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
+
+	ckv "github.com/tikv/client-go/v2/kv"
 )
 
 // clientCtx is ctx as client-go sees it: ctx's values, done when ctx is
@@ -59,5 +62,42 @@ func waitBackground(ctx context.Context, bg *sync.WaitGroup) {
 	select {
 	case <-done:
 	case <-ctx.Done():
+	}
+}
+
+// killer ends client-go's retries of a scan when the scan's context is done
+// or the scan is closed. client-go's scanner retries a batch on a context
+// of its own (context.Background, with up to 20 s of backoff), which the
+// caller's cannot end, and nothing else can stop it but the snapshot's
+// Variables.Killed, which its backoffer looks at after every sleep: with
+// a store down, a Scan whose deadline had passed 4 s before was still
+// backing off, and a Close waited for it. The scanner then fails with
+// client-go's "query interrupted", which the scan reports as its
+// context's error (doneErr).
+type killer struct {
+	flag   uint32
+	unhook func() bool
+}
+
+// arm kills at ctx's end from now on, until disarm.
+func (k *killer) arm(ctx context.Context) {
+	if ctx.Done() != nil && k.unhook == nil {
+		k.unhook = context.AfterFunc(ctx, k.kill)
+	}
+}
+
+// kill makes the scanners that read k's variables give up at their next
+// backoff.
+func (k *killer) kill() { atomic.StoreUint32(&k.flag, 1) }
+
+// vars are the variables of a snapshot whose scanners k kills: client-go's
+// defaults, with k's flag.
+func (k *killer) vars() *ckv.Variables { return ckv.NewVariables(&k.flag) }
+
+// disarm lets ctx go: the scan is over.
+func (k *killer) disarm() {
+	if k.unhook != nil {
+		k.unhook()
+		k.unhook = nil
 	}
 }

@@ -15,6 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The fault tests answer client-go's store liveness probes through
+	// its failpoint (see answerProbes).
+	tikv.EnableFailpoints()
 	// The mock cluster's in-memory goleveldb leaves its memory-pool
 	// drainer running after Close (client-go's known leak); nothing else
 	// may outlive a test.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	ckv "github.com/tikv/client-go/v2/kv"
 	"github.com/tikv/client-go/v2/tikv"
 )
 
@@ -51,6 +52,8 @@ type regionRows struct {
 	stop    chan struct{} // closed when the rows end: the readers return
 	stopped bool          // stop is closed
 	wg      sync.WaitGroup
+	kill    killer         // ends the readers' client-go retries at ctx's end or the rows' end
+	vars    *ckv.Variables // the readers' snapshots': kill's flag
 }
 
 // subScan is one region's share of the range, in store keys.
@@ -177,6 +180,8 @@ func (w *regionRows) plan() error {
 		slices.Reverse(w.subs)
 	}
 	w.stop = make(chan struct{})
+	w.kill.arm(w.ctx)
+	w.vars = w.kill.vars()
 	w.launch()
 	return nil
 }
@@ -251,6 +256,7 @@ func (w *regionRows) open(s *subScan) (iterator, error) {
 	if err != nil {
 		return nil, err
 	}
+	snap.SetVars(w.vars)
 	snap.SetKeyOnly(w.keysOnly)
 	snap.SetScanBatchSize(scanBatch(w.limit))
 	var it iterator
@@ -259,7 +265,7 @@ func (w *regionRows) open(s *subScan) (iterator, error) {
 	} else {
 		it, err = snap.Iter(s.lo, s.hi)
 	}
-	return it, storeErr(err)
+	return it, storeErr(doneErr(w.ctx, err))
 }
 
 // step moves the scanner on, inside the store's gate: it may send an RPC.
@@ -268,7 +274,7 @@ func (w *regionRows) step(it iterator) error {
 		return err
 	}
 	defer w.r.s.leave()
-	return storeErr(it.Next())
+	return storeErr(doneErr(w.ctx, it.Next()))
 }
 
 // send hands b over; false when the rows ended first.
@@ -282,15 +288,18 @@ func (w *regionRows) send(s *subScan, b batch) bool {
 	return false
 }
 
-// finish stops the readers and waits for them.
+// finish stops the readers and waits for them: those in client-go's
+// retries give up at their next backoff (killer).
 func (w *regionRows) finish() {
 	w.done = true
 	w.cur = nil
 	if w.stop != nil && !w.stopped {
+		w.kill.kill()
 		close(w.stop) // the readers read w.stop: it is never reassigned
 		w.stopped = true
 		w.wg.Wait()
 	}
+	w.kill.disarm()
 }
 
 // Close implements scan.Rows.

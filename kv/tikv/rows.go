@@ -41,6 +41,7 @@ type rows struct {
 	seen    int
 	err     error // why the scan ended early
 	done    bool
+	kill    killer // ends client-go's retries at ctx's end or Close
 }
 
 // Next implements kv.Rows and scan.Rows. The key and value alias the
@@ -79,7 +80,7 @@ func (w *rows) Next() ([]byte, []byte, error) {
 		err = w.it.Next()
 	}
 	if err != nil {
-		return w.fail(storeErr(err))
+		return w.fail(storeErr(doneErr(w.ctx, err)))
 	}
 	if !w.it.Valid() {
 		w.finish()
@@ -132,6 +133,8 @@ func (w *rows) open() error {
 	if err != nil {
 		return err
 	}
+	w.kill.arm(w.ctx)
+	snap.SetVars(w.kill.vars())
 	snap.SetKeyOnly(w.keysOnly)
 	snap.SetScanBatchSize(scanBatch(w.limit))
 	lo, hi := w.r.s.ks.bounds(w.start, w.end)
@@ -162,10 +165,14 @@ func (w *rows) finish() {
 		w.release()
 		w.release = nil
 	}
+	w.kill.disarm()
 }
 
-// Close implements kv.Rows and scan.Rows.
+// Close implements kv.Rows and scan.Rows. A Next blocked in client-go's
+// retries (from another goroutine) gives up at its next backoff, so Close
+// does not wait out the retries for it.
 func (w *rows) Close() error {
+	w.kill.kill()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.finish()

@@ -1,0 +1,211 @@
+package tikv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pingcap/failpoint"
+	"github.com/pingcap/kvproto/pkg/metapb"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tikv/client-go/v2/testutils"
+	"github.com/tikv/client-go/v2/tikv"
+
+	"github.com/coopkv/coopkv/coproc"
+	"github.com/coopkv/coopkv/kv"
+)
+
+// faultCluster is a Store on a fresh mock cluster split at splitKeys, with
+// the cluster, for tests that stop its stores, move its leaders and split
+// its regions; the Store is closed by the test's cleanup.
+func faultCluster(t *testing.T, opts *Options) (*Store, *testutils.MockCluster) {
+	t.Helper()
+	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
+	require.NoError(t, err)
+	testutils.BootstrapWithMultiRegions(cluster, splitKeys...)
+	kvs, err := tikv.NewTestTiKVStore(client, pdClient, nil, nil, 0)
+	require.NoError(t, err)
+	s, err := New(kvs, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s, cluster
+}
+
+// stopAll stops every store of c; startAll starts them again.
+func stopAll(c *testutils.MockCluster) {
+	for _, st := range c.GetAllStores() {
+		c.StopStore(st.Id)
+	}
+	answerProbes(c)
+}
+
+func startAll(c *testutils.MockCluster) {
+	for _, st := range c.GetAllStores() {
+		c.StartStore(st.Id)
+	}
+	answerProbes(c)
+}
+
+// answerProbes makes client-go's liveness probe of each store (TiKV's
+// status API, which the mock cluster does not serve) answer as the store
+// is: reachable while it is up, unreachable while it is stopped. Without
+// it every probe fails, and a store client-go once found unreachable
+// stays so for good, on the mock only: a restarted TiKV answers.
+func answerProbes(c *testutils.MockCluster) {
+	var b strings.Builder
+	for _, st := range c.GetAllStores() {
+		state := "reachable"
+		if st.GetState() != metapb.StoreState_Up {
+			state = "unreachable"
+		}
+		fmt.Fprintf(&b, "%s:%s ", st.GetAddress(), state)
+	}
+	b.WriteString("-:unknown") // the list form needs a space: two entries at least
+	if err := failpoint.Enable("tikvclient/injectLiveness", fmt.Sprintf("return(%q)", b.String())); err != nil {
+		panic(err)
+	}
+}
+
+// faultKeys writes n keys k000…, each a coprocessor row, and returns them.
+func faultKeys(t *testing.T, s *Store, n int) [][]byte {
+	t.Helper()
+	b := s.NewBatch()
+	keys := make([][]byte, n)
+	for i := range n {
+		keys[i] = fmt.Appendf(nil, "k%03d", i)
+		row, err := coproc.EncodeRow(map[string]any{"i": i}) // a row, for the coprocessor
+		require.NoError(t, err)
+		b.Set(keys[i], row)
+	}
+	require.NoError(t, s.Write(context.Background(), b))
+	return keys
+}
+
+// drain reads it to its end and returns its rows and error, closing it.
+func drain(it *kv.Iterator) (int, error) {
+	n := 0
+	for it.Next() {
+		n++
+	}
+	err := it.Err()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// Calls on a cluster whose stores are all down. Each returns an error, at
+// the latest shortly after its context's deadline.
+var downCalls = []struct {
+	name string
+	call func(ctx context.Context, s *Store) error
+}{
+	{"Get", func(ctx context.Context, s *Store) error { _, err := s.Get(ctx, []byte("k001")); return err }},
+	{"MultiGet", func(ctx context.Context, s *Store) error {
+		_, err := s.MultiGet(ctx, [][]byte{[]byte("k001"), []byte("k050")})
+		return err
+	}},
+	{"Scan", func(ctx context.Context, s *Store) error { _, err := drain(s.Scan(ctx, nil, nil, nil)); return err }},
+	{"Scan reverse", func(ctx context.Context, s *Store) error {
+		_, err := drain(s.Scan(ctx, nil, nil, &kv.ScanOptions{Reverse: true}))
+		return err
+	}},
+	{"Coprocessor", func(ctx context.Context, s *Store) error {
+		_, err := s.Coprocessor(ctx, &coproc.Request{Ranges: []coproc.KeyRange{{Start: []byte("a"), End: []byte("z")}}})
+		return err
+	}},
+	{"Write", func(ctx context.Context, s *Store) error {
+		b := s.NewBatch()
+		b.Set([]byte("k001"), []byte("w"))
+		return s.Write(ctx, b)
+	}},
+	{"Snapshot", func(ctx context.Context, s *Store) error {
+		sn, err := s.NewSnapshot(ctx)
+		if err != nil {
+			return err
+		}
+		defer sn.Close()
+		if _, err := drain(sn.Scan(ctx, nil, nil, nil)); err == nil {
+			return errors.New("the snapshot's scan read a down cluster")
+		}
+		_, err = sn.Get(ctx, []byte("k001"))
+		return err
+	}},
+	{"Txn", func(ctx context.Context, s *Store) error {
+		return kv.Update(ctx, s, func(tx *kv.Txn) error {
+			if _, err := tx.Get(ctx, []byte("k001")); err != nil {
+				return err
+			}
+			return tx.Set([]byte("k001"), []byte("t"))
+		})
+	}},
+}
+
+// With every store down, each call returns by its deadline (plus a bound
+// for a backoff in flight and a loaded machine), with its context's
+// error; and every call works again once the stores are back. Before,
+// a Scan and a Coprocessor request sat in client-go's scanner backoff, on
+// a context of its own, for 20 s past their deadline.
+func TestFaults_AllStoresDown_EveryCallReturnsByItsDeadline(t *testing.T) {
+	const deadline, slack = 300 * time.Millisecond, 2 * time.Second
+	for _, par := range []int{1, 4} { // the coprocessor's rows, one scan or region readers
+		t.Run(fmt.Sprintf("coprocessor-concurrency-%d", par), func(t *testing.T) {
+			s, cluster := faultCluster(t, &Options{CoprocessorConcurrency: par})
+			keys := faultKeys(t, s, 100)
+			stopAll(cluster)
+			for _, c := range downCalls {
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				start := time.Now()
+				err := c.call(ctx, s)
+				took := time.Since(start)
+				cancel()
+				assert.ErrorIs(t, err, context.DeadlineExceeded, "%s", c.name)
+				assert.Less(t, took, deadline+slack, "%s returned %v after its deadline", c.name, took-deadline)
+			}
+			startAll(cluster)
+			for _, c := range downCalls {
+				if c.name == "Snapshot" {
+					continue // it asserts that its scan fails
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				assert.NoError(t, c.call(ctx, s), "%s after the stores came back", c.name)
+				cancel()
+			}
+			n, err := drain(s.Scan(context.Background(), nil, nil, nil))
+			require.NoError(t, err)
+			assert.Equal(t, len(keys), n, "every key there, once")
+		})
+	}
+}
+
+// A Close of an iterator whose Next is blocked in client-go's retries
+// (another goroutine's; no deadline) ends that Next at its next backoff:
+// neither waits out client-go's 20 s.
+func TestFaults_IteratorCloseEndsABlockedNext(t *testing.T) {
+	s, cluster := faultCluster(t, nil)
+	faultKeys(t, s, 10)
+	stopAll(cluster)
+	it := s.Scan(context.Background(), nil, nil, nil)
+	done := make(chan error, 1)
+	go func() {
+		for it.Next() {
+		}
+		done <- it.Err()
+	}()
+	time.Sleep(200 * time.Millisecond) // into the retries
+	start := time.Now()
+	require.NoError(t, it.Close())
+	select {
+	case err := <-done:
+		assert.Error(t, err, "the scan did not read a down cluster")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next still blocked 5 s after Close")
+	}
+	assert.Less(t, time.Since(start), 5*time.Second)
+	startAll(cluster)
+}
