@@ -36,10 +36,16 @@ func clientCtx(ctx context.Context) (c context.Context, stop func()) {
 
 // doneErr is the error of a call that failed with err while its context
 // ctx was done: ctx's own error (client-go saw a cancellation, see
-// clientCtx), with what client-go said for detail. Else err.
+// clientCtx), with what client-go said for detail — an *UnavailableError
+// when client-go was retrying a cluster that did not answer. Else err.
 func doneErr(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil {
 		return err
+	}
+	if unavailable(err) {
+		// Still retrying a cluster that did not answer: both what ended
+		// the call and why it had not ended sooner.
+		return &UnavailableError{Err: ctx.Err(), detail: err}
 	}
 	return fmt.Errorf("%w (%v)", ctx.Err(), err)
 }

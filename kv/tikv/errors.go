@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	tikverr "github.com/tikv/client-go/v2/error"
+	"github.com/tikv/client-go/v2/tikv"
 
 	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/kv"
@@ -33,7 +36,128 @@ var (
 	// ErrInvalidValue is returned by a read that met a stored value this
 	// package did not write (see the package documentation's format).
 	ErrInvalidValue = errors.New("tikv: stored value not in coopkv's format")
+	// ErrUnavailable is what an *UnavailableError is: the cluster did not
+	// serve the call — the stores holding its keys were down, unreachable
+	// or without a leader — until client-go gave up retrying, or until the
+	// call's context ended first.
+	ErrUnavailable = errors.New("tikv: cluster unavailable")
 )
+
+// UnavailableError is the error of a call the cluster did not serve. It
+// is ErrUnavailable (errors.Is), and unwraps to what ended the call: the
+// context's error when its deadline or cancellation came first, else
+// client-go's last word (e.g. its "region unavailable"). Its message is
+// one line, naming the region of the call's first key and that region's
+// leader's store when client-go's region cache knows them; client-go logs
+// its backoff history itself.
+type UnavailableError struct {
+	// Region and Store are the region holding the call's first key (a
+	// scan's lower bound) and the store of its leader, as client-go's
+	// region cache (or PD) had them; 0 when neither answered.
+	Region, Store uint64
+	// Err is what ended the call.
+	Err error
+	// detail is client-go's word when Err is the context's error.
+	detail error
+}
+
+func (e *UnavailableError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrUnavailable.Error())
+	if e.Region != 0 {
+		fmt.Fprintf(&b, " at region %d", e.Region)
+		if e.Store != 0 {
+			fmt.Fprintf(&b, " (leader on store %d)", e.Store)
+		}
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	if e.detail != nil {
+		fmt.Fprintf(&b, " (%s)", oneLine(e.detail))
+	}
+	return b.String()
+}
+
+// Is makes an UnavailableError ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Unwrap is what ended the call.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// oneLine is err's message up to its first line break.
+func oneLine(err error) string {
+	msg := strings.TrimSpace(err.Error())
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// locateTimeout bounds at's question to PD: an error is not worth more.
+const locateTimeout = 100 * time.Millisecond
+
+// unavailable reports whether err is client-go's word that the cluster
+// did not serve a request: it gave up on a region (no leader answered, the
+// store was down or busy, the region not ready), or, for a call whose
+// context ended, was still retrying a region error or was interrupted in
+// its backoff (killer).
+func unavailable(err error) bool {
+	var interrupted tikverr.ErrQueryInterruptedWithSignal
+	return errors.Is(err, tikverr.ErrRegionUnavailable) || errors.Is(err, tikverr.ErrTiKVServerTimeout) ||
+		errors.Is(err, tikverr.ErrTiKVServerBusy) || errors.Is(err, tikverr.ErrRegionDataNotReady) ||
+		errors.Is(err, tikverr.ErrRegionNotInitialized) || errors.Is(err, tikverr.ErrQueryInterrupted) ||
+		errors.As(err, &interrupted) || regionError(err)
+}
+
+// regionError reports whether err is a TiKV region error that client-go
+// returned as its text alone — a request whose context ended while it
+// retried one returns errors.New of the errorpb.Error's text, such as
+// "epoch_not_match:<> " — by the names of errorpb.Error's fields.
+func regionError(err error) bool {
+	msg := err.Error()
+	for _, name := range regionErrors {
+		if strings.HasPrefix(msg, name+":") || strings.Contains(msg, " "+name+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// regionErrors are errorpb.Error's fields that say a region or its store
+// could not serve (kvproto's errorpb.proto).
+var regionErrors = []string{
+	"not_leader", "region_not_found", "key_not_in_region", "epoch_not_match", "server_is_busy",
+	"stale_command", "store_not_match", "max_timestamp_not_synced", "read_index_not_ready",
+	"proposal_in_merging_mode", "data_is_not_ready", "region_not_initialized", "disk_full",
+	"recovery_in_progress", "flashback_in_progress", "flashback_not_prepared", "is_witness",
+	"mismatch_peer_id", "undetermined_result",
+}
+
+// at names where a call that failed with err was: the region of key (a
+// store key) and its leader's store, from client-go's region cache, which
+// asks PD once, for at most locateTimeout, when the failure dropped the
+// region from the cache. It returns err, filled in when it is an
+// *UnavailableError that names no region yet.
+func (s *Store) at(err error, key []byte) error {
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.Region != 0 {
+		return err
+	}
+	cache := s.kvs.GetRegionCache()
+	loc := cache.TryLocateKey(key)
+	if loc == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), locateTimeout)
+		loc, _ = cache.LocateKey(tikv.NewNoopBackoff(ctx), key)
+		cancel()
+	}
+	if loc == nil {
+		return err
+	}
+	ue.Region = loc.Region.GetID()
+	if r := cache.GetCachedRegionWithRLock(loc.Region); r != nil {
+		ue.Store = r.GetLeaderStoreID()
+	}
+	return err
+}
 
 var (
 	errNegativeLimit   = errors.New("negative ScanOptions.Limit")
@@ -48,8 +172,10 @@ func storeErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
+	case unavailable(err):
+		return &UnavailableError{Err: err}
 	case errors.As(err, &gc):
 		return fmt.Errorf("%w (%v)", ErrSnapshotTooOld, err)
 	case retryable(err):

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	tikverr "github.com/tikv/client-go/v2/error"
 	"github.com/tikv/client-go/v2/testutils"
 	"github.com/tikv/client-go/v2/tikv"
 
@@ -147,8 +148,9 @@ var downCalls = []struct {
 }
 
 // With every store down, each call returns by its deadline (plus a bound
-// for a backoff in flight and a loaded machine), with its context's
-// error; and every call works again once the stores are back. Before,
+// for a backoff in flight and a loaded machine), with its context's error,
+// which is an *UnavailableError naming the region and store; and every
+// call works again once the stores are back. Before,
 // a Scan and a Coprocessor request sat in client-go's scanner backoff, on
 // a context of its own, for 20 s past their deadline.
 func TestFaults_AllStoresDown_EveryCallReturnsByItsDeadline(t *testing.T) {
@@ -166,6 +168,19 @@ func TestFaults_AllStoresDown_EveryCallReturnsByItsDeadline(t *testing.T) {
 				cancel()
 				assert.ErrorIs(t, err, context.DeadlineExceeded, "%s", c.name)
 				assert.Less(t, took, deadline+slack, "%s returned %v after its deadline", c.name, took-deadline)
+				if c.name == "Snapshot" || (c.name == "Coprocessor" && par > 1) {
+					// The snapshot's scan took the deadline (its Get only
+					// sees the context done); the region readers' errors
+					// are not waited for once the context is done.
+					continue
+				}
+				assert.ErrorIs(t, err, ErrUnavailable, "%s", c.name)
+				var ue *UnavailableError
+				if assert.ErrorAs(t, err, &ue, "%s", c.name) {
+					assert.NotZero(t, ue.Region, "%s: names the region", c.name)
+					assert.NotZero(t, ue.Store, "%s: names the leader's store", c.name)
+				}
+				assert.NotContains(t, err.Error(), "\n", "%s: one line", c.name)
 			}
 			startAll(cluster)
 			for _, c := range downCalls {
@@ -208,4 +223,33 @@ func TestFaults_IteratorCloseEndsABlockedNext(t *testing.T) {
 	}
 	assert.Less(t, time.Since(start), 5*time.Second)
 	startAll(cluster)
+}
+
+// client-go's words for a cluster that did not serve map to ErrUnavailable,
+// keeping client-go's error, or the context's when it ended the call.
+func TestFaults_UnavailableErrors(t *testing.T) {
+	gaveUp := fmt.Errorf("wrapped: %w", tikverr.ErrRegionUnavailable)
+	err := storeErr(gaveUp)
+	assert.ErrorIs(t, err, ErrUnavailable)
+	assert.ErrorIs(t, err, tikverr.ErrRegionUnavailable, "client-go's error stays reachable")
+	assert.Equal(t, "tikv: cluster unavailable: wrapped: region unavailable", err.Error())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, cause := range []error{
+		errors.New("epoch_not_match:<> "),
+		errors.New(`message:"peer is not leader" not_leader:<region_id:4 > `),
+		tikverr.ErrQueryInterruptedWithSignal{Signal: 1},
+	} {
+		err := doneErr(ctx, cause)
+		assert.ErrorIs(t, err, ErrUnavailable, "%v", cause)
+		assert.ErrorIs(t, err, context.Canceled, "%v: the context's error", cause)
+	}
+	err = doneErr(ctx, errors.New("some other failure"))
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, ErrUnavailable, "not every failure is the cluster's")
+	assert.NotErrorIs(t, storeErr(errors.New("epoch_not_matchless")), ErrUnavailable)
+
+	ue := &UnavailableError{Region: 4, Store: 1, Err: context.DeadlineExceeded, detail: errors.New("line one\nline two")}
+	assert.Equal(t, "tikv: cluster unavailable at region 4 (leader on store 1): context deadline exceeded (line one)", ue.Error())
 }

@@ -108,7 +108,7 @@ func (r reader) Get(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, kv.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tikv: get %q: %w", key, storeErr(err))
+		return nil, fmt.Errorf("tikv: get %q: %w", key, r.s.at(storeErr(err), r.s.ks.key(key)))
 	}
 	v, err := decodeValue(key, e.Value)
 	if err != nil {
@@ -150,7 +150,7 @@ func (r reader) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	got, err := g.BatchGet(cctx, tkeys)
 	err = doneErr(ctx, err)
 	if err != nil {
-		return nil, fmt.Errorf("tikv: multiget of %d keys: %w", len(keys), storeErr(err))
+		return nil, fmt.Errorf("tikv: multiget of %d keys: %w", len(keys), r.s.at(storeErr(err), tkeys[0]))
 	}
 	for i, k := range keys {
 		e, ok := got[string(r.s.ks.key(k))]

@@ -265,7 +265,7 @@ func (w *regionRows) open(s *subScan) (iterator, error) {
 	} else {
 		it, err = snap.Iter(s.lo, s.hi)
 	}
-	return it, storeErr(doneErr(w.ctx, err))
+	return it, w.r.s.at(storeErr(doneErr(w.ctx, err)), s.lo)
 }
 
 // step moves the scanner on, inside the store's gate: it may send an RPC.

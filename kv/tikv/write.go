@@ -52,7 +52,7 @@ func (s *Store) Write(ctx context.Context, b *kv.Batch) error {
 			return nil
 		}
 		if !retryable(err) {
-			return fmt.Errorf("tikv: write: %w", storeErr(err))
+			return fmt.Errorf("tikv: write: %w", s.at(storeErr(err), s.ks.key(ops[0].Key)))
 		}
 		if try >= s.opts.WriteRetries {
 			return fmt.Errorf("tikv: write: %w after %d tries (%w)", ErrWriteConflict, try, err)
