@@ -55,6 +55,9 @@ type UnavailableError struct {
 	// scan's lower bound) and the store of its leader, as client-go's
 	// region cache (or PD) had them; 0 when neither answered.
 	Region, Store uint64
+	// PD is set when PD, not a store, did not answer in time (client-go's
+	// ErrPDServerTimeout): the region's place could not be had.
+	PD bool
 	// Err is what ended the call.
 	Err error
 	// detail is client-go's word when Err is the context's error.
@@ -69,6 +72,13 @@ func (e *UnavailableError) Error() string {
 		if e.Store != 0 {
 			fmt.Fprintf(&b, " (leader on store %d)", e.Store)
 		}
+	}
+	if e.PD {
+		b.WriteString(": PD did not answer in time")
+		if msg := e.Err.Error(); msg != "" {
+			fmt.Fprintf(&b, " (%s)", oneLine(e.Err))
+		}
+		return b.String()
 	}
 	fmt.Fprintf(&b, ": %v", e.Err)
 	if e.detail != nil {
@@ -176,6 +186,8 @@ func storeErr(err error) error {
 		return err
 	case unavailable(err):
 		return &UnavailableError{Err: err}
+	case errors.As(err, new(*tikverr.ErrPDServerTimeout)):
+		return &UnavailableError{Err: err, PD: true}
 	case errors.As(err, &gc):
 		return fmt.Errorf("%w (%v)", ErrSnapshotTooOld, err)
 	case retryable(err):
