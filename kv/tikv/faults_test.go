@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,6 +251,110 @@ func TestFaults_UnavailableErrors(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrUnavailable, "not every failure is the cluster's")
 	assert.NotErrorIs(t, storeErr(errors.New("epoch_not_matchless")), ErrUnavailable)
 
+	pd := storeErr(tikverr.NewErrPDServerTimeout(""))
+	assert.ErrorIs(t, pd, ErrUnavailable)
+	assert.Equal(t, "tikv: cluster unavailable: PD did not answer in time", pd.Error())
+
 	ue := &UnavailableError{Region: 4, Store: 1, Err: context.DeadlineExceeded, detail: errors.New("line one\nline two")}
 	assert.Equal(t, "tikv: cluster unavailable at region 4 (leader on store 1): context deadline exceeded (line one)", ue.Error())
+}
+
+// The cluster's stores stop and start again while writers and a scan run:
+// every acknowledged batch is there whole, every failed one is there whole
+// or not at all, and a scan whose deadline outlasts the outage reads every
+// row once it is over.
+func TestFaults_StoresRestartDuringWritesAndReads(t *testing.T) {
+	s, cluster := faultCluster(t, nil)
+	keys := faultKeys(t, s, 100)
+	type batch struct {
+		keys [][]byte
+		err  error
+	}
+	var (
+		mu      sync.Mutex
+		batches []batch
+		wg      sync.WaitGroup
+	)
+	stop := make(chan struct{})
+	for w := range 2 {
+		wg.Go(func() {
+			for j := 0; ; j++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				b := s.NewBatch()
+				var bk [][]byte
+				for k := range 4 {
+					bk = append(bk, fmt.Appendf(nil, "w%d-%04d-%d", w, j, k))
+					b.Set(bk[k], []byte("x"))
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				err := s.Write(ctx, b)
+				cancel()
+				mu.Lock()
+				batches = append(batches, batch{bk, err})
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond)
+	stopAll(cluster)
+	scanned := make(chan error, 1)
+	go func() {
+		// Started during the outage, with a deadline past its end.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		it := s.Scan(ctx, []byte("k"), []byte("l"), nil)
+		i := 0
+		for it.Next() {
+			if string(it.Key()) != string(keys[i]) {
+				scanned <- fmt.Errorf("row %d: %q, want %q", i, it.Key(), keys[i])
+				return
+			}
+			i++
+		}
+		if err := it.Close(); err != nil {
+			scanned <- err
+			return
+		}
+		if i != len(keys) {
+			scanned <- fmt.Errorf("read %d rows, want %d", i, len(keys))
+			return
+		}
+		scanned <- nil
+	}()
+	time.Sleep(500 * time.Millisecond)
+	startAll(cluster)
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	require.NoError(t, <-scanned, "the scan started in the outage")
+
+	var acked, failed, partial int
+	for _, b := range batches {
+		vals, err := s.MultiGet(context.Background(), b.keys)
+		require.NoError(t, err)
+		n := 0
+		for _, v := range vals {
+			if v != nil {
+				n++
+			}
+		}
+		switch {
+		case b.err == nil:
+			acked++
+			assert.Equal(t, len(b.keys), n, "acknowledged batch %s: whole", b.keys[0])
+		default:
+			failed++
+			if n != 0 && n != len(b.keys) {
+				partial++
+			}
+		}
+	}
+	t.Logf("%d batches acknowledged, %d failed in the outage", acked, failed)
+	assert.Zero(t, partial, "a failed batch is there whole or not at all")
+	assert.Positive(t, acked)
+	assert.Positive(t, failed, "the outage failed some writes")
 }
