@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/coopkv/coopkv/cmd/internal/bench"
+	"github.com/coopkv/coopkv/kv/tikv"
 )
 
 func TestMain(m *testing.M) {
@@ -88,8 +91,9 @@ func TestMock_SplitIntoRegions(t *testing.T) {
 		toStrings(mockSplits(cfg.prefix, cfg.Keys)), "the soak's keys, then the loaded keys and their quarters, in order")
 	assert.Equal(t, []string{"p/soak/", key(0), key(1)}, toStrings(mockSplits("p/", 2)), "no split twice")
 
-	st, err := openMock(cfg, nil)
+	st, f, err := openMock(cfg, nil)
 	require.NoError(t, err)
+	require.Nil(t, f, "no faults unless asked")
 	defer func() { require.NoError(t, st.Close()) }()
 	regions := map[uint64]bool{}
 	for _, k := range [][]byte{[]byte("soak/1"), bench.Key(0), bench.Key(300), bench.Key(600), bench.Key(999)} {
@@ -221,4 +225,47 @@ func TestCommands_EveryWorkload(t *testing.T) {
 	}
 	assert.ElementsMatch(t, names, subs, "a subcommand per workload, as kvbench has")
 	assert.Contains(t, cmd.PersistentFlags().Lookup("mock").Usage, "not TiKV", "--help says what --mock's figures measure")
+}
+
+// --faults: three stores, the same regions, and stores stopping and
+// leaders moving while the store is used; it serves again once the faults
+// stop.
+func TestOpenMock_Faults(t *testing.T) {
+	cfg := &config{prefix: "p/", mock: true, faults: true, faultEvery: 100 * time.Millisecond,
+		faultDown: 200 * time.Millisecond, faultElect: 50 * time.Millisecond}
+	cfg.Keys = 1000
+	st, f, err := openMock(cfg, nil)
+	require.NoError(t, err)
+	require.NotNil(t, f)
+	defer func() { require.NoError(t, st.Close()) }()
+	assert.Len(t, f.c.GetAllStores(), 3)
+	assert.Len(t, f.c.GetAllRegions(), 6, "split at the soak's keys and the loaded keys' quarters")
+	for _, r := range f.c.GetAllRegions() {
+		assert.Len(t, r.Meta.GetPeers(), 3, "a peer on each store")
+	}
+	deadline := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		b := st.NewBatch()
+		b.Set(fmt.Appendf(nil, "k%d", i), []byte("v"))
+		start := time.Now()
+		err := st.Write(ctx, b)
+		if err == nil {
+			_, err = st.Get(ctx, fmt.Appendf(nil, "k%d", i))
+		}
+		cancel()
+		assert.Less(t, time.Since(start), 2*time.Second, "each call ends near its deadline")
+		if err != nil {
+			assert.True(t, errors.Is(err, context.DeadlineExceeded) || errors.Is(err, tikv.ErrUnavailable), "%v", err)
+		}
+	}
+	summary := f.Stop()
+	assert.Contains(t, summary, "faults: ")
+	assert.Positive(t, f.stopped, summary)
+	b := st.NewBatch()
+	b.Set([]byte("after"), []byte("v"))
+	require.NoError(t, st.Write(context.Background(), b), "the cluster serves again")
+	v, err := st.Get(context.Background(), []byte("after"))
+	require.NoError(t, err)
+	assert.Equal(t, "v", string(v))
 }

@@ -30,11 +30,14 @@ import (
 func runTiKV(ctx context.Context, cfg *config, w bench.Workload, out, errOut io.Writer) (err error) {
 	errOut = &cli.SyncWriter{W: errOut}
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelError}))
-	st, err := open(ctx, cfg, log)
+	st, f, err := open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
+		if f != nil {
+			fmt.Fprintln(errOut, f.Stop())
+		}
 		if cerr := st.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
@@ -44,7 +47,7 @@ func runTiKV(ctx context.Context, cfg *config, w bench.Workload, out, errOut io.
 
 // open opens the run's store: on the cluster at --pd, failing after
 // --open-timeout when no PD answers, or on a mock cluster.
-func open(ctx context.Context, cfg *config, log *slog.Logger) (*tikv.Store, error) {
+func open(ctx context.Context, cfg *config, log *slog.Logger) (*tikv.Store, *faults, error) {
 	if cfg.mock {
 		return openMock(cfg, log)
 	}
@@ -53,30 +56,41 @@ func open(ctx context.Context, cfg *config, log *slog.Logger) (*tikv.Store, erro
 	st, err := tikv.Open(octx, cfg.pd, cfg.options(log))
 	switch {
 	case err == nil:
-		return st, nil
+		return st, nil, nil
 	case ctx.Err() != nil: // Ctrl-C while connecting
-		return nil, fmt.Errorf("%w by %w while connecting to PD", bench.ErrInterrupted, context.Cause(ctx))
+		return nil, nil, fmt.Errorf("%w by %w while connecting to PD", bench.ErrInterrupted, context.Cause(ctx))
 	case errors.Is(octx.Err(), context.DeadlineExceeded):
-		return nil, fmt.Errorf("no PD answered at --pd %s within --open-timeout %v: %w", strings.Join(cfg.pd, ","), cfg.openTimeout, err)
+		return nil, nil, fmt.Errorf("no PD answered at --pd %s within --open-timeout %v: %w", strings.Join(cfg.pd, ","), cfg.openTimeout, err)
 	default:
-		return nil, fmt.Errorf("--pd %s: %w", strings.Join(cfg.pd, ","), err)
+		return nil, nil, fmt.Errorf("--pd %s: %w", strings.Join(cfg.pd, ","), err)
 	}
 }
 
 // openMock opens the store on a fresh in-process mock cluster, split
-// into regions at mockSplits.
-func openMock(cfg *config, log *slog.Logger) (*tikv.Store, error) {
+// into regions at mockSplits: one store, or with --faults three, under
+// the faults (started here, stopped by the caller).
+func openMock(cfg *config, log *slog.Logger) (*tikv.Store, *faults, error) {
 	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
 	if err != nil {
-		return nil, fmt.Errorf("mock cluster: %w", err)
+		return nil, nil, fmt.Errorf("mock cluster: %w", err)
 	}
-	testutils.BootstrapWithMultiRegions(cluster, mockSplits(cfg.prefix, cfg.Keys)...)
+	if cfg.faults {
+		mockWithFaults(cluster, mockSplits(cfg.prefix, cfg.Keys))
+	} else {
+		testutils.BootstrapWithMultiRegions(cluster, mockSplits(cfg.prefix, cfg.Keys)...)
+	}
 	kvs, err := ctikv.NewTestTiKVStore(client, pdClient, nil, nil, 0)
 	if err != nil {
 		pdClient.Close()
-		return nil, errors.Join(fmt.Errorf("mock cluster: %w", err), client.Close())
+		return nil, nil, errors.Join(fmt.Errorf("mock cluster: %w", err), client.Close())
 	}
-	return tikv.New(kvs, cfg.options(log)) // the store owns kvs
+	st, err := tikv.New(kvs, cfg.options(log)) // the store owns kvs
+	if err != nil || !cfg.faults {
+		return st, nil, err
+	}
+	f := &faults{c: cluster, every: cfg.faultEvery, down: cfg.faultDown, election: cfg.faultElect}
+	f.start(cfg.Seed)
+	return st, f, nil
 }
 
 // mockSplits are where the mock cluster's regions start: at the soak's

@@ -25,13 +25,17 @@ import (
 // every later request backed off on a pseudo epoch_not_match for 40 s,
 // then failed with "region unavailable". A caller's deadline says nothing
 // of the store's health, so client-go sees it as a cancellation.
-func clientCtx(ctx context.Context) (c context.Context, stop func()) {
-	if ctx.Done() == nil {
-		return ctx, func() {}
-	}
+//
+// It is also done when the store closes (Store.closing): Close does not
+// wait out client-go's retries of the calls inside.
+func (s *Store) clientCtx(ctx context.Context) (c context.Context, stop func()) {
 	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	unhookClose := context.AfterFunc(s.closingCtx, cancel)
+	if ctx.Done() == nil {
+		return c, func() { unhookClose(); cancel() }
+	}
 	unhook := context.AfterFunc(ctx, cancel)
-	return c, func() { unhook(); cancel() }
+	return c, func() { unhook(); unhookClose(); cancel() }
 }
 
 // doneErr is the error of a call that failed with err while its context
@@ -71,8 +75,8 @@ func waitBackground(ctx context.Context, bg *sync.WaitGroup) {
 	}
 }
 
-// killer ends client-go's retries of a scan when the scan's context is done
-// or the scan is closed. client-go's scanner retries a batch on a context
+// killer ends client-go's retries of a scan when the scan's context is done,
+// the scan is closed, or the store closes. client-go's scanner retries a batch on a context
 // of its own (context.Background, with up to 20 s of backoff), which the
 // caller's cannot end, and nothing else can stop it but the snapshot's
 // Variables.Killed, which its backoffer looks at after every sleep: with
@@ -81,13 +85,18 @@ func waitBackground(ctx context.Context, bg *sync.WaitGroup) {
 // client-go's "query interrupted", which the scan reports as its
 // context's error (doneErr).
 type killer struct {
-	flag   uint32
-	unhook func() bool
+	flag            uint32
+	unhook, unhook2 func() bool
 }
 
-// arm kills at ctx's end from now on, until disarm.
-func (k *killer) arm(ctx context.Context) {
-	if ctx.Done() != nil && k.unhook == nil {
+// arm kills at ctx's end or the store's Close (closing) from now on,
+// until disarm.
+func (k *killer) arm(ctx, closing context.Context) {
+	if k.unhook2 != nil {
+		return
+	}
+	k.unhook2 = context.AfterFunc(closing, k.kill)
+	if ctx.Done() != nil {
 		k.unhook = context.AfterFunc(ctx, k.kill)
 	}
 }
@@ -102,8 +111,10 @@ func (k *killer) vars() *ckv.Variables { return ckv.NewVariables(&k.flag) }
 
 // disarm lets ctx go: the scan is over.
 func (k *killer) disarm() {
-	if k.unhook != nil {
-		k.unhook()
-		k.unhook = nil
+	for _, u := range []*func() bool{&k.unhook, &k.unhook2} {
+		if *u != nil {
+			(*u)()
+			*u = nil
+		}
 	}
 }

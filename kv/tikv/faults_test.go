@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/pingcap/failpoint"
-	"github.com/pingcap/kvproto/pkg/metapb"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,22 +49,10 @@ func startAll(c *testutils.MockCluster) {
 	answerProbes(c)
 }
 
-// answerProbes makes client-go's liveness probe of each store (TiKV's
-// status API, which the mock cluster does not serve) answer as the store
-// is: reachable while it is up, unreachable while it is stopped. Without
-// it every probe fails, and a store client-go once found unreachable
-// stays so for good, on the mock only: a restarted TiKV answers.
+// answerProbes answers client-go's liveness probes of c's stores as they
+// are (MockLiveness).
 func answerProbes(c *testutils.MockCluster) {
-	var b strings.Builder
-	for _, st := range c.GetAllStores() {
-		state := "reachable"
-		if st.GetState() != metapb.StoreState_Up {
-			state = "unreachable"
-		}
-		fmt.Fprintf(&b, "%s:%s ", st.GetAddress(), state)
-	}
-	b.WriteString("-:unknown") // the list form needs a space: two entries at least
-	if err := failpoint.Enable("tikvclient/injectLiveness", fmt.Sprintf("return(%q)", b.String())); err != nil {
+	if err := MockLiveness(c.GetAllStores()); err != nil {
 		panic(err)
 	}
 }
@@ -357,4 +341,30 @@ func TestFaults_StoresRestartDuringWritesAndReads(t *testing.T) {
 	assert.Zero(t, partial, "a failed batch is there whole or not at all")
 	assert.Positive(t, acked)
 	assert.Positive(t, failed, "the outage failed some writes")
+}
+
+// Close with every store down and calls inside that have no deadline: the
+// calls give up client-go's retries, and Close returns without waiting
+// them out (20 s to 40 s).
+func TestFaults_CloseDoesNotWaitOutTheRetries(t *testing.T) {
+	s, cluster := faultCluster(t, nil) // its cleanup's Close returns this Close's error
+	faultKeys(t, s, 10)
+	stopAll(cluster)
+	defer startAll(cluster)
+	errs := make(chan error, len(downCalls))
+	for _, c := range downCalls {
+		go func() { errs <- c.call(context.Background(), s) }()
+	}
+	time.Sleep(300 * time.Millisecond) // into the retries
+	start := time.Now()
+	require.NoError(t, s.Close())
+	assert.Less(t, time.Since(start), 5*time.Second, "Close waited out client-go's retries")
+	for range downCalls {
+		select {
+		case err := <-errs:
+			assert.Error(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call still running 5 s after Close")
+		}
+	}
 }

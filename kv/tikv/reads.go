@@ -100,7 +100,7 @@ func (r reader) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cctx, stop := clientCtx(ctx) // a lock met is resolved with write requests
+	cctx, stop := r.s.clientCtx(ctx) // a lock met is resolved with write requests
 	defer stop()
 	e, err := g.Get(cctx, r.s.ks.key(key))
 	err = doneErr(ctx, err)
@@ -145,7 +145,7 @@ func (r reader) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cctx, stop := clientCtx(ctx) // a lock met is resolved with write requests
+	cctx, stop := r.s.clientCtx(ctx) // a lock met is resolved with write requests
 	defer stop()
 	got, err := g.BatchGet(cctx, tkeys)
 	err = doneErr(ctx, err)

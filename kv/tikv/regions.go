@@ -180,7 +180,7 @@ func (w *regionRows) plan() error {
 		slices.Reverse(w.subs)
 	}
 	w.stop = make(chan struct{})
-	w.kill.arm(w.ctx)
+	w.kill.arm(w.ctx, w.r.s.closingCtx)
 	w.vars = w.kill.vars()
 	w.launch()
 	return nil

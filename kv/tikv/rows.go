@@ -133,7 +133,7 @@ func (w *rows) open() error {
 	if err != nil {
 		return err
 	}
-	w.kill.arm(w.ctx)
+	w.kill.arm(w.ctx, w.r.s.closingCtx)
 	snap.SetVars(w.kill.vars())
 	snap.SetKeyOnly(w.keysOnly)
 	snap.SetScanBatchSize(scanBatch(w.limit))

@@ -40,7 +40,11 @@ type Store struct {
 
 	closing   atomic.Bool
 	closeDone chan struct{}
-	closeErr  error
+	// closingCtx is done when Close begins: the calls inside give up
+	// client-go's retries (clientCtx, killer) instead of holding Close.
+	closingCtx context.Context
+	closeAll   context.CancelFunc
+	closeErr   error
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -113,6 +117,7 @@ func New(kvs *tikv.KVStore, opts *Options) (*Store, error) {
 		snaps:     map[*kv.Snapshot]struct{}{},
 		closeDone: make(chan struct{}),
 	}
+	s.closingCtx, s.closeAll = context.WithCancel(context.Background())
 	s.client = &stamper{Client: kvs.GetTiKVClient()}
 	kvs.SetTiKVClient(s.client)
 	sched := resource.NewScheduler(s.groups)
@@ -186,6 +191,7 @@ func (s *Store) Close() error {
 		return s.closeErr
 	}
 	defer close(s.closeDone)
+	s.closeAll()
 	if s.gcStop != nil {
 		close(s.gcStop)
 		<-s.gcDone

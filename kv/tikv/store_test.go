@@ -263,7 +263,7 @@ func TestStore_PrefixKeepsStoresApart(t *testing.T) {
 	b.Set([]byte("k"), []byte("1"))
 	require.NoError(t, a.Write(context.Background(), b))
 	// The same cluster seen under another prefix.
-	other := &Store{kvs: kvs, ks: keyspace{prefix: []byte("app-b/"), end: kv.PrefixEnd([]byte("app-b/"))}}
+	other := &Store{kvs: kvs, ks: keyspace{prefix: []byte("app-b/"), end: kv.PrefixEnd([]byte("app-b/"))}, closingCtx: context.Background()}
 	_, err = reader{s: other}.Get(context.Background(), []byte("k"))
 	assert.ErrorIs(t, err, kv.ErrNotFound)
 	raw, err := kvs.GetSnapshot(maxReadTS(t, a)).Get(context.Background(), []byte("app-a/k"))

@@ -228,7 +228,7 @@ func (t *txn) Commit(ctx context.Context) error {
 		return fmt.Errorf("tikv: commit: %w", err)
 	}
 	rq.txn(t.kt)
-	cctx, stop := clientCtx(ctx)
+	cctx, stop := t.s.clientCtx(ctx)
 	defer stop()
 	if err := t.kt.LockKeysWithWaitTime(cctx, ckv.LockNoWait, t.readKeys()...); err != nil {
 		return fmt.Errorf("tikv: commit: locking the keys read: %w", storeErr(doneErr(ctx, err)))
@@ -279,7 +279,7 @@ func (s *Store) commitTxn(ctx context.Context, kt *transaction.KVTxn, rq request
 	var bg sync.WaitGroup
 	kt.SetBackgroundGoroutineLifecycleHooks(transaction.LifecycleHooks{Pre: func() { bg.Add(1) }, Post: bg.Done})
 	defer s.client.track(kt.StartTS(), rq)()
-	cctx, stop := clientCtx(ctx)
+	cctx, stop := s.clientCtx(ctx)
 	defer stop()
 	err := kt.Commit(cctx)
 	waitBackground(ctx, &bg)

@@ -113,7 +113,7 @@ func (s *Store) writeOnce(ctx context.Context, rq request, ops []kv.BatchOp) (er
 	var bg sync.WaitGroup
 	txn.SetBackgroundGoroutineLifecycleHooks(transaction.LifecycleHooks{Pre: func() { bg.Add(1) }, Post: bg.Done})
 	defer s.client.track(txn.StartTS(), rq)()
-	cctx, stop := clientCtx(ctx)
+	cctx, stop := s.clientCtx(ctx)
 	defer stop()
 	if err = txn.Commit(cctx); err != nil {
 		// A background commit that failed to start never calls Post:

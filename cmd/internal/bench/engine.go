@@ -216,6 +216,10 @@ func (r *runner) runStore(ctx context.Context, sched string) (err error) {
 		}
 		for i := range results {
 			results[i].Interrupted = m.interrupted
+			results[i].OverrunMs = float64(m.overrun.Microseconds()) / 1000
+		}
+		if m.overrun >= overrunNote {
+			r.prog.printf("%s: the clients stopped %v after the phase's end", label, m.overrun.Round(time.Millisecond))
 		}
 		key := [2]string{p.Section, sched}
 		r.byRun[key] = append(r.byRun[key], results...)
@@ -228,6 +232,10 @@ func (r *runner) runStore(ctx context.Context, sched string) (err error) {
 	}
 	return nil
 }
+
+// overrunNote is the overrun of a phase (Measured.overrun) worth a note:
+// more than an operation's ordinary tail.
+const overrunNote = 250 * time.Millisecond
 
 // writeResults prints rep — the table, the workload's lines under it,
 // and, if the run was interrupted, where and by what (cause) — and writes

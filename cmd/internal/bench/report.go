@@ -60,6 +60,11 @@ type Result struct {
 	// Interrupted: the run was stopped during this measured phase, so
 	// the figures cover only the part that ran (ops/s over that part).
 	Interrupted bool `json:"interrupted,omitempty"`
+	// OverrunMs is how long, in milliseconds, the phase's clients took to
+	// stop after its end: the operations in flight then are cancelled by
+	// their context, and a store whose calls do not end with their
+	// context makes the phase overrun. Absent when they stopped at once.
+	OverrunMs float64 `json:"overrun_ms,omitempty"`
 	// Pacing is set for the Gets of paced clients (noisy's, cop's,
 	// groups' oltp): its fields then join the others in the JSON.
 	*Pacing

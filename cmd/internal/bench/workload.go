@@ -190,6 +190,10 @@ type Measured struct {
 	// interrupted: the run's context ended before the phase's time was
 	// up, so its figures cover only elapsed.
 	interrupted bool
+	// overrun is how long its clients took to stop after it ended: an
+	// operation that does not end with its context (a store stuck in its
+	// retries) shows here.
+	overrun time.Duration
 }
 
 // merged returns, per class, what the clients recorded in all.
@@ -231,6 +235,7 @@ func runPhase(ctx context.Context, groups groupStore, clients []client, d time.D
 		}
 	}
 	wg.Wait()
+	p.overrun = time.Since(end)
 	p.elapsed = min(end.Sub(start), d)
 	return p
 }

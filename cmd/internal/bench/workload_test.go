@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -146,4 +147,20 @@ func TestRun_ScanRows(t *testing.T) {
 	assert.Zero(t, rep.Results[0].Rows, "the Gets read no rows")
 	assert.Equal(t, "scan", rep.Results[1].Class)
 	assert.Positive(t, rep.Results[1].RowsPerSec, "the scanners' rows/s")
+}
+
+// A phase whose client goes on after the phase's end — a store call that
+// does not end with its context — reports how long it overran.
+func TestRunPhase_Overrun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		late := func(ctx context.Context, _ *recorder) {
+			<-ctx.Done()
+			time.Sleep(300 * time.Millisecond)
+		}
+		m := runPhase(context.Background(), nil, []client{late}, time.Second)
+		assert.Equal(t, 300*time.Millisecond, m.overrun)
+		assert.Equal(t, time.Second, m.elapsed)
+		m = runPhase(context.Background(), nil, []client{func(ctx context.Context, _ *recorder) { <-ctx.Done() }}, time.Second)
+		assert.Zero(t, m.overrun, "a client that stops at the end")
+	})
 }
