@@ -2,6 +2,7 @@ package tikv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -43,8 +44,8 @@ func (s *Store) clientCtx(ctx context.Context) (c context.Context, stop func()) 
 // clientCtx), with what client-go said for detail — an *UnavailableError
 // when client-go was retrying a cluster that did not answer. Else err.
 func doneErr(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() == nil {
-		return err
+	if err == nil || ctx.Err() == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ctx.Err()) {
+		return err // nothing to add, or said already
 	}
 	if unavailable(err) {
 		// Still retrying a cluster that did not answer: both what ended

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	tikverr "github.com/tikv/client-go/v2/error"
 	"github.com/tikv/client-go/v2/testutils"
 	"github.com/tikv/client-go/v2/tikv"
+	pd "github.com/tikv/pd/client"
+	"github.com/tikv/pd/client/clients/tso"
 
 	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/kv"
@@ -110,6 +113,11 @@ var downCalls = []struct {
 		b.Set([]byte("k001"), []byte("w"))
 		return s.Write(ctx, b)
 	}},
+	{"Write DeleteRange", func(ctx context.Context, s *Store) error {
+		b := s.NewBatch()
+		b.DeleteRange([]byte("m"), []byte("n")) // no key there: its scan still asks the cluster
+		return s.Write(ctx, b)
+	}},
 	{"Snapshot", func(ctx context.Context, s *Store) error {
 		sn, err := s.NewSnapshot(ctx)
 		if err != nil {
@@ -132,6 +140,39 @@ var downCalls = []struct {
 	}},
 }
 
+// downDeadline is the deadline of the calls on a cluster that does not
+// answer, and downSlack how late after it they may return: a backoff in
+// flight, on a loaded machine.
+const downDeadline, downSlack = 300 * time.Millisecond, 2 * time.Second
+
+// callByDeadline makes call with a downDeadline on a cluster that does
+// not answer, checks it returns within downSlack of it with the context's
+// error, and returns that error.
+func callByDeadline(t *testing.T, s *Store, name string, call func(context.Context, *Store) error) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), downDeadline)
+	defer cancel()
+	start := time.Now()
+	err := call(ctx, s)
+	took := time.Since(start)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "%s", name)
+	assert.Less(t, took, downDeadline+downSlack, "%s returned %v after its deadline", name, took-downDeadline)
+	return err
+}
+
+// callsWork checks that every call works (when) the cluster is back.
+func callsWork(t *testing.T, s *Store, when string) {
+	t.Helper()
+	for _, c := range downCalls {
+		if c.name == "Snapshot" {
+			continue // it asserts that its scan fails
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		assert.NoError(t, c.call(ctx, s), "%s %s", c.name, when)
+		cancel()
+	}
+}
+
 // With every store down, each call returns by its deadline (plus a bound
 // for a backoff in flight and a loaded machine), with its context's error,
 // which is an *UnavailableError naming the region and store; and every
@@ -139,20 +180,13 @@ var downCalls = []struct {
 // a Scan and a Coprocessor request sat in client-go's scanner backoff, on
 // a context of its own, for 20 s past their deadline.
 func TestFaults_AllStoresDown_EveryCallReturnsByItsDeadline(t *testing.T) {
-	const deadline, slack = 300 * time.Millisecond, 2 * time.Second
 	for _, par := range []int{1, 4} { // the coprocessor's rows, one scan or region readers
 		t.Run(fmt.Sprintf("coprocessor-concurrency-%d", par), func(t *testing.T) {
 			s, cluster := faultCluster(t, &Options{CoprocessorConcurrency: par})
 			keys := faultKeys(t, s, 100)
 			stopAll(cluster)
 			for _, c := range downCalls {
-				ctx, cancel := context.WithTimeout(context.Background(), deadline)
-				start := time.Now()
-				err := c.call(ctx, s)
-				took := time.Since(start)
-				cancel()
-				assert.ErrorIs(t, err, context.DeadlineExceeded, "%s", c.name)
-				assert.Less(t, took, deadline+slack, "%s returned %v after its deadline", c.name, took-deadline)
+				err := callByDeadline(t, s, c.name, c.call)
 				if c.name == "Snapshot" || (c.name == "Coprocessor" && par > 1) {
 					// The snapshot's scan took the deadline (its Get only
 					// sees the context done); the region readers' errors
@@ -168,14 +202,7 @@ func TestFaults_AllStoresDown_EveryCallReturnsByItsDeadline(t *testing.T) {
 				assert.NotContains(t, err.Error(), "\n", "%s: one line", c.name)
 			}
 			startAll(cluster)
-			for _, c := range downCalls {
-				if c.name == "Snapshot" {
-					continue // it asserts that its scan fails
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				assert.NoError(t, c.call(ctx, s), "%s after the stores came back", c.name)
-				cancel()
-			}
+			callsWork(t, s, "after the stores came back")
 			n, err := drain(s.Scan(context.Background(), nil, nil, nil))
 			require.NoError(t, err)
 			assert.Equal(t, len(keys), n, "every key there, once")
@@ -367,4 +394,67 @@ func TestFaults_CloseDoesNotWaitOutTheRetries(t *testing.T) {
 			t.Fatal("a call still running 5 s after Close")
 		}
 	}
+}
+
+// pdDown is a PD client whose timestamp service stops answering while
+// down is set: a request waits until its context ends, as for a PD that is
+// unreachable, and fails then — or until PD is back (client-go's own
+// timestamp updater asks on a context that never ends).
+type pdDown struct {
+	pd.Client
+	down atomic.Bool
+}
+
+// wait waits while p is down, and returns ctx's error if it ended first.
+func (p *pdDown) wait(ctx context.Context) error {
+	for p.down.Load() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pd unreachable: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (p *pdDown) GetTS(ctx context.Context) (int64, int64, error) {
+	if err := p.wait(ctx); err != nil {
+		return 0, 0, err
+	}
+	return p.Client.GetTS(ctx)
+}
+
+func (p *pdDown) GetTSAsync(ctx context.Context) tso.TSFuture {
+	if p.down.Load() {
+		return tsFuture{p, ctx}
+	}
+	return p.Client.GetTSAsync(ctx)
+}
+
+type tsFuture struct {
+	p   *pdDown
+	ctx context.Context
+}
+
+func (f tsFuture) Wait() (int64, int64, error) { return f.p.GetTS(f.ctx) }
+
+// PD unreachable after Open: every call that needs a timestamp returns by
+// its deadline with its context's error, and works again once PD is back.
+func TestFaults_PDUnreachableAfterOpen(t *testing.T) {
+	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
+	require.NoError(t, err)
+	testutils.BootstrapWithMultiRegions(cluster, splitKeys...)
+	var p *pdDown
+	kvs, err := tikv.NewTestTiKVStore(client, pdClient, nil, func(c pd.Client) pd.Client { p = &pdDown{Client: c}; return p }, 0)
+	require.NoError(t, err)
+	s, err := New(kvs, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	faultKeys(t, s, 20)
+	p.down.Store(true)
+	for _, c := range downCalls {
+		callByDeadline(t, s, c.name, c.call)
+	}
+	p.down.Store(false)
+	callsWork(t, s, "once PD is back")
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	tikverr "github.com/tikv/client-go/v2/error"
+	"github.com/tikv/client-go/v2/tikv"
 	"github.com/tikv/client-go/v2/txnkv/transaction"
 
 	"github.com/coopkv/coopkv/kv"
@@ -52,7 +53,7 @@ func (s *Store) Write(ctx context.Context, b *kv.Batch) error {
 			return nil
 		}
 		if !retryable(err) {
-			return fmt.Errorf("tikv: write: %w", s.at(storeErr(err), s.ks.key(ops[0].Key)))
+			return fmt.Errorf("tikv: write: %w", s.at(storeErr(doneErr(ctx, err)), s.ks.key(ops[0].Key)))
 		}
 		if try >= s.opts.WriteRetries {
 			return fmt.Errorf("tikv: write: %w after %d tries (%w)", ErrWriteConflict, try, err)
@@ -80,7 +81,13 @@ func retryable(err error) bool {
 
 // writeOnce applies ops in one transaction.
 func (s *Store) writeOnce(ctx context.Context, rq request, ops []kv.BatchOp) (err error) {
-	txn, err := s.kvs.Begin()
+	// The timestamp first, bounded by ctx: client-go's Begin asks PD for
+	// one on a context of its own, and waited for ever with PD gone.
+	ts, err := s.now(ctx)
+	if err != nil {
+		return doneErr(ctx, err)
+	}
+	txn, err := s.kvs.Begin(tikv.WithStartTS(ts))
 	if err != nil {
 		return err
 	}
@@ -90,6 +97,12 @@ func (s *Store) writeOnce(ctx context.Context, rq request, ops []kv.BatchOp) (er
 			_ = txn.Rollback()
 		}
 	}()
+	// A DeleteRange scans its range through the transaction's snapshot,
+	// whose retries end with ctx or the store's Close (killer).
+	var kill killer
+	kill.arm(ctx, s.closingCtx)
+	defer kill.disarm()
+	txn.GetSnapshot().SetVars(kill.vars())
 	ranged := 0 // keys deleted by DeleteRanges so far
 	for _, op := range ops {
 		switch op.Kind {
