@@ -14,7 +14,9 @@ import (
 
 // rawAtomic matches sync/atomic's untyped functions; the house style is
 // typed atomics (atomic.Int64 and friends), whose zero value is safe and
-// whose every access is visibly atomic.
+// whose every access is visibly atomic. A line marked "lint:raw-atomic"
+// with its reason is let through: a word another library reads through a
+// plain pointer (client-go's Variables.Killed, a *uint32).
 var rawAtomic = regexp.MustCompile(`\batomic\.(Add|Load|Store|Swap|CompareAndSwap)(Int32|Int64|Uint32|Uint64|Uintptr|Pointer)\(`)
 
 // TestLint_TypedAtomicsOnly checks every Go file of the module.
@@ -40,7 +42,7 @@ func TestLint_TypedAtomicsOnly(t *testing.T) {
 			return err
 		}
 		for i, line := range strings.Split(string(src), "\n") {
-			if rawAtomic.MatchString(line) && !strings.Contains(line, "rawAtomic") {
+			if rawAtomic.MatchString(line) && !strings.Contains(line, "rawAtomic") && !strings.Contains(line, "lint:raw-atomic") {
 				assert.Failf(t, "raw atomic", "%s:%d: %s", path, i+1, strings.TrimSpace(line))
 			}
 		}

@@ -104,7 +104,9 @@ func (k *killer) arm(ctx, closing context.Context) {
 
 // kill makes the scanners that read k's variables give up at their next
 // backoff.
-func (k *killer) kill() { atomic.StoreUint32(&k.flag, 1) }
+func (k *killer) kill() {
+	atomic.StoreUint32(&k.flag, 1) // lint:raw-atomic: client-go reads Variables.Killed, a *uint32, with atomic.LoadUint32
+}
 
 // vars are the variables of a snapshot whose scanners k kills: client-go's
 // defaults, with k's flag.
