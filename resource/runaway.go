@@ -44,7 +44,7 @@ type RunawayAction string
 // The actions, from the mildest.
 const (
 	RunawayDryRun   RunawayAction = "dryrun"   // counted and logged only
-	RunawayCooldown RunawayAction = "cooldown" // scheduled as the lowest priority (MLFQ: level 2) from its next step
+	RunawayCooldown RunawayAction = "cooldown" // scheduled as the lowest priority (MLFQ: level 2) from its next step, at a few workers at most (kv: a quarter)
 	RunawayKill     RunawayAction = "kill"     // ends at its next step with kv.ErrRunaway
 )
 
