@@ -559,6 +559,9 @@ func TestPool_ConcurrentSpawnsFromManyGroups(t *testing.T) {
 		wg.Wait()
 		close(stop)
 		churn.Wait()
+		// A task's Done comes before its worker files the step (the waiter
+		// is not kept waiting for the pool's lock): let the workers park.
+		synctest.Wait()
 		t.Logf("%d admitted, %d busy, %d steps", admitted.Load(), busy.Load(), stepped.Load())
 		assert.EqualValues(t, admitted.Load(), ended.Load())
 		assert.Positive(t, admitted.Load())
