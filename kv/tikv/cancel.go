@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	ckv "github.com/tikv/client-go/v2/kv"
+	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
 )
 
 // clientCtx is ctx as client-go sees it: ctx's values, done when ctx is
@@ -85,14 +86,29 @@ func waitBackground(ctx context.Context, bg *sync.WaitGroup) {
 // backing off, and a Close waited for it. The scanner then fails with
 // client-go's "query interrupted", which the scan reports as its
 // context's error (doneErr).
+//
+// A request in flight is ended too: a snapshot attached to k (attach)
+// sends its requests under k's end, at which the stamper cancels them
+// (endWithCall). Without it, a request that a slow store held kept the scan
+// past its deadline for as long as the store held it.
 type killer struct {
 	flag            uint32
+	once            sync.Once
+	end             context.Context // done at kill
+	cancel          context.CancelFunc
 	unhook, unhook2 func() bool
+}
+
+// init makes k's end; once, from whichever of arm, attach or kill comes
+// first (kill may come from another goroutine: a Close).
+func (k *killer) init() {
+	k.once.Do(func() { k.end, k.cancel = context.WithCancel(context.Background()) })
 }
 
 // arm kills at ctx's end or the store's Close (closing) from now on,
 // until disarm.
 func (k *killer) arm(ctx, closing context.Context) {
+	k.init()
 	if k.unhook2 != nil {
 		return
 	}
@@ -103,14 +119,20 @@ func (k *killer) arm(ctx, closing context.Context) {
 }
 
 // kill makes the scanners that read k's variables give up at their next
-// backoff.
+// backoff, and ends their requests in flight.
 func (k *killer) kill() {
+	k.init()
 	atomic.StoreUint32(&k.flag, 1) // lint:raw-atomic: client-go reads Variables.Killed, a *uint32, with atomic.LoadUint32
+	k.cancel()
 }
 
-// vars are the variables of a snapshot whose scanners k kills: client-go's
-// defaults, with k's flag.
-func (k *killer) vars() *ckv.Variables { return ckv.NewVariables(&k.flag) }
+// attach makes k end snap's scans: snap's variables carry k's flag, and
+// its requests, stamped with r, carry k's end.
+func (k *killer) attach(snap *txnsnapshot.KVSnapshot, r request) {
+	k.init()
+	snap.SetVars(ckv.NewVariables(&k.flag))
+	snap.SetRPCInterceptor(&callInterceptor{r: r, end: k.end})
+}
 
 // disarm lets ctx go: the scan is over.
 func (k *killer) disarm() {

@@ -26,10 +26,17 @@ import (
 // its regions; the Store is closed by the test's cleanup.
 func faultCluster(t *testing.T, opts *Options) (*Store, *testutils.MockCluster) {
 	t.Helper()
+	return hookedCluster(t, opts, nil)
+}
+
+// hookedCluster is faultCluster with the store's requests going through
+// the client hijack returns (nil: none) in front of the mock's.
+func hookedCluster(t testing.TB, opts *Options, hijack func(tikv.Client) tikv.Client) (*Store, *testutils.MockCluster) {
+	t.Helper()
 	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
 	require.NoError(t, err)
 	testutils.BootstrapWithMultiRegions(cluster, splitKeys...)
-	kvs, err := tikv.NewTestTiKVStore(client, pdClient, nil, nil, 0)
+	kvs, err := tikv.NewTestTiKVStore(client, pdClient, hijack, nil, 0)
 	require.NoError(t, err)
 	s, err := New(kvs, opts)
 	require.NoError(t, err)

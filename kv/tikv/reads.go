@@ -63,6 +63,18 @@ func (r reader) snapshot(ctx context.Context, ts uint64) (*txnsnapshot.KVSnapsho
 	return snap, nil
 }
 
+// scanSnapshot is snapshot for a scan that k ends (killer.attach).
+func (r reader) scanSnapshot(ctx context.Context, ts uint64, k *killer) (*txnsnapshot.KVSnapshot, error) {
+	req, err := requestOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap := r.s.kvs.GetSnapshot(ts)
+	req.snapshot(snap)
+	k.attach(snap, req)
+	return snap, nil
+}
+
 // pointGetter is what Get and MultiGet read through: a snapshot, or a
 // transaction (its membuffer, then its snapshot).
 type pointGetter interface {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 
-	ckv "github.com/tikv/client-go/v2/kv"
 	"github.com/tikv/client-go/v2/tikv"
 )
 
@@ -52,8 +51,7 @@ type regionRows struct {
 	stop    chan struct{} // closed when the rows end: the readers return
 	stopped bool          // stop is closed
 	wg      sync.WaitGroup
-	kill    killer         // ends the readers' client-go retries at ctx's end or the rows' end
-	vars    *ckv.Variables // the readers' snapshots': kill's flag
+	kill    killer // ends the readers' client-go retries at ctx's end or the rows' end
 }
 
 // subScan is one region's share of the range, in store keys.
@@ -181,7 +179,6 @@ func (w *regionRows) plan() error {
 	}
 	w.stop = make(chan struct{})
 	w.kill.arm(w.ctx, w.r.s.closingCtx)
-	w.vars = w.kill.vars()
 	w.launch()
 	return nil
 }
@@ -252,11 +249,10 @@ func (w *regionRows) open(s *subScan) (iterator, error) {
 		return nil, err
 	}
 	defer w.r.s.leave()
-	snap, err := w.r.snapshot(w.ctx, w.r.ts) // one each: its settings are not shared
+	snap, err := w.r.scanSnapshot(w.ctx, w.r.ts, &w.kill) // one each: its settings are not shared
 	if err != nil {
 		return nil, err
 	}
-	snap.SetVars(w.vars)
 	snap.SetKeyOnly(w.keysOnly)
 	snap.SetScanBatchSize(scanBatch(w.limit))
 	var it iterator

@@ -12,7 +12,6 @@ import (
 	"github.com/pingcap/kvproto/pkg/kvrpcpb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/tikv/client-go/v2/testutils"
 	"github.com/tikv/client-go/v2/tikv"
 	"github.com/tikv/client-go/v2/tikvrpc"
 	"go.uber.org/goleak"
@@ -52,14 +51,7 @@ func (h *scanHook) SendRequest(ctx context.Context, addr string, req *tikvrpc.Re
 // a019, k000…k299 (three regions), sale/000…sale/099 (two), zz000…zz019.
 func openHooked(t testing.TB, h *scanHook) *Store {
 	t.Helper()
-	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
-	require.NoError(t, err)
-	testutils.BootstrapWithMultiRegions(cluster, splitKeys...)
-	kvs, err := tikv.NewTestTiKVStore(client, pdClient, func(c tikv.Client) tikv.Client { h.Client = c; return h }, nil, 0)
-	require.NoError(t, err)
-	s, err := New(kvs, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s, _ := hookedCluster(t, nil, func(c tikv.Client) tikv.Client { h.Client = c; return h })
 	b := s.NewBatch()
 	i := 0
 	for _, g := range []struct {

@@ -70,13 +70,26 @@ func (r request) commandPri() txnutil.Priority {
 // one, the override priority: client-go has no setter for the latter, and
 // the stamp also covers the requests it sends on its own behalf (lock
 // resolution, the commit of a transaction's secondaries).
-func (r request) interceptor() interceptor.RPCInterceptor {
-	return interceptor.NewRPCInterceptor("coopkv-request", func(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
-		return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
-			r.stamp(req)
-			return next(target, req)
-		}
-	})
+func (r request) interceptor() interceptor.RPCInterceptor { return &callInterceptor{r: r} }
+
+// callInterceptor is the interceptor of a call's snapshot or transaction:
+// it stamps the requests sent under it with the call's settings, and, for
+// a scan's snapshot, carries the scan's end (killer.end), at which the
+// stamper cancels a request in flight.
+type callInterceptor struct {
+	r   request
+	end context.Context // nil: the requests' own contexts bound them
+}
+
+// Name implements interceptor.RPCInterceptor.
+func (*callInterceptor) Name() string { return "coopkv-request" }
+
+// Wrap implements interceptor.RPCInterceptor.
+func (i *callInterceptor) Wrap(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
+	return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
+		i.r.stamp(req)
+		return next(target, req)
+	}
 }
 
 // stamp sets r on req.
@@ -136,13 +149,39 @@ func (c *stamper) stampTxn(req *tikvrpc.Request) {
 // SendRequest implements tikv.Client.
 func (c *stamper) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
 	c.stampTxn(req)
+	ctx, release := endWithCall(ctx)
+	defer release()
 	return c.Client.SendRequest(ctx, addr, req, timeout)
 }
 
 // SendRequestAsync implements tikv.Client.
 func (c *stamper) SendRequestAsync(ctx context.Context, addr string, req *tikvrpc.Request, cb async.Callback[*tikvrpc.Response]) {
 	c.stampTxn(req)
+	ctx, release := endWithCall(ctx)
+	cb.Inject(func(resp *tikvrpc.Response, err error) (*tikvrpc.Response, error) {
+		release()
+		return resp, err
+	})
 	c.Client.SendRequestAsync(ctx, addr, req, cb)
+}
+
+// endWithCall is ctx, ended also at the end of the call it was sent for, when
+// that call's interceptor carries one: client-go's scanner sends its
+// requests on a context of its own (context.Background), so that a
+// request held by a slow or unreachable store kept a scan past its
+// deadline until the request's own timeout (60 s on TiKV; the whole delay
+// on the mock). Ended so, the request fails with context.Canceled, which
+// client-go returns at once, as a caller's choice, without marking the
+// store unreachable (RegionRequestSender.onSendFail). Call release when
+// the request is over.
+func endWithCall(ctx context.Context) (context.Context, func()) {
+	ci, ok := interceptor.GetRPCInterceptorFromCtx(ctx).(*callInterceptor)
+	if !ok || ci.end == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(ci.end, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // snapshot sets r on a client-go snapshot.

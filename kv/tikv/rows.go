@@ -129,12 +129,11 @@ func (w *rows) open() error {
 		}
 		w.release = w.r.s.held.add(ts)
 	}
-	snap, err := w.r.snapshot(w.ctx, ts)
+	w.kill.arm(w.ctx, w.r.s.closingCtx)
+	snap, err := w.r.scanSnapshot(w.ctx, ts, &w.kill)
 	if err != nil {
 		return err
 	}
-	w.kill.arm(w.ctx, w.r.s.closingCtx)
-	snap.SetVars(w.kill.vars())
 	snap.SetKeyOnly(w.keysOnly)
 	snap.SetScanBatchSize(scanBatch(w.limit))
 	lo, hi := w.r.s.ks.bounds(w.start, w.end)

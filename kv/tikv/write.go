@@ -98,11 +98,14 @@ func (s *Store) writeOnce(ctx context.Context, rq request, ops []kv.BatchOp) (er
 		}
 	}()
 	// A DeleteRange scans its range through the transaction's snapshot,
-	// whose retries end with ctx or the store's Close (killer).
+	// whose retries and requests end with ctx or the store's Close
+	// (killer); the transaction's own requests, its commit's, keep the
+	// transaction's interceptor, without the end: its secondaries commit
+	// after Write returns.
 	var kill killer
 	kill.arm(ctx, s.closingCtx)
 	defer kill.disarm()
-	txn.GetSnapshot().SetVars(kill.vars())
+	kill.attach(txn.GetSnapshot(), rq)
 	ranged := 0 // keys deleted by DeleteRanges so far
 	for _, op := range ops {
 		switch op.Kind {
