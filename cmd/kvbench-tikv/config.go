@@ -28,8 +28,8 @@ type config struct {
 	timeSlice   time.Duration // a coprocessor step's slice; 0 = the store's default
 	gc          bool          // the store advances the GC safe point, as by default
 	// --faults: the mock cluster's faults (faults.go), and their timing.
-	faults                            bool
-	faultEvery, faultDown, faultElect time.Duration
+	faults                                        bool
+	faultEvery, faultDown, faultElect, faultSplit time.Duration
 }
 
 // defaultPrefix keeps a run's keys apart from an application's, which
@@ -57,10 +57,13 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.maxTasks, "max-tasks", 0, "coprocessor requests queued or running in the client's pool before one fails with \"kv: busy\" (0 = 2000 × workers)")
 	fs.BoolVar(&c.faults, "faults", false, "with --mock: a cluster of three stores, every region on each, under faults for the whole run — "+
 		"every --fault-every one store stops for --fault-down, its leaders move to the others --fault-election after it stopped, "+
-		"and a region's leader moves every 50 ms; the phases still end on time (see each result's overrun_ms)")
+		"a region's leader moves every 50 ms, and every --fault-split a region splits or merges with the next; "+
+		"the phases still end on time (see each result's overrun_ms)")
 	fs.DurationVar(&c.faultEvery, "fault-every", 3*time.Second, "with --faults: the time between one store's restart and the next store's stop")
 	fs.DurationVar(&c.faultDown, "fault-down", time.Second, "with --faults: how long a stopped store stays down")
 	fs.DurationVar(&c.faultElect, "fault-election", 500*time.Millisecond, "with --faults: how long after a store stopped its leaders move to the other stores (a raft election)")
+	fs.DurationVar(&c.faultSplit, "fault-split", 250*time.Millisecond, "with --faults: the time between two region changes, a split at a random key or a merge of its region with the next, "+
+		"applied between the mock's requests with TiKV's region epochs (0 = none)")
 	fs.DurationVar(&c.timeSlice, "time-slice", 0, "how long a coprocessor step runs before it yields (0 = the store's default, 1ms)")
 }
 
@@ -99,8 +102,9 @@ func (c *config) validate(w bench.Workload) error {
 		{c.maxTasks < 0, fmt.Sprintf("--max-tasks must not be negative, not %d (0 = 2000 × workers)", c.maxTasks)},
 		{c.timeSlice < 0, fmt.Sprintf("--time-slice must not be negative, not %v", c.timeSlice)},
 		{c.faults && !c.mock, "--faults needs --mock: it injects the faults into the in-process mock cluster"},
-		{c.faults && (c.faultEvery <= 0 || c.faultDown <= 0 || c.faultElect < 0),
-			fmt.Sprintf("--fault-every and --fault-down must be positive and --fault-election not negative, not %v, %v, %v", c.faultEvery, c.faultDown, c.faultElect)},
+		{c.faults && (c.faultEvery <= 0 || c.faultDown <= 0 || c.faultElect < 0 || c.faultSplit < 0),
+			fmt.Sprintf("--fault-every and --fault-down must be positive and --fault-election and --fault-split not negative, not %v, %v, %v, %v",
+				c.faultEvery, c.faultDown, c.faultElect, c.faultSplit)},
 	} {
 		if k.wrong {
 			errs = append(errs, errors.New(k.msg))

@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -227,31 +227,35 @@ func TestCommands_EveryWorkload(t *testing.T) {
 	assert.Contains(t, cmd.PersistentFlags().Lookup("mock").Usage, "not TiKV", "--help says what --mock's figures measure")
 }
 
-// --faults: three stores, the same regions, and stores stopping and
-// leaders moving while the store is used; it serves again once the faults
+// --faults: three stores, the same regions, and stores stopping, leaders
+// moving and regions splitting and merging while the store is used: each
+// call ends near its deadline, every acknowledged write is there, scans
+// read every key once in order, and the store serves again once the faults
 // stop.
 func TestOpenMock_Faults(t *testing.T) {
 	cfg := &config{prefix: "p/", mock: true, faults: true, faultEvery: 100 * time.Millisecond,
-		faultDown: 200 * time.Millisecond, faultElect: 50 * time.Millisecond}
+		faultDown: 200 * time.Millisecond, faultElect: 50 * time.Millisecond, faultSplit: 10 * time.Millisecond}
 	cfg.Keys = 1000
 	st, f, err := openMock(cfg, nil)
 	require.NoError(t, err)
 	require.NotNil(t, f)
 	defer func() { require.NoError(t, st.Close()) }()
 	assert.Len(t, f.c.GetAllStores(), 3)
-	assert.Len(t, f.c.GetAllRegions(), 6, "split at the soak's keys and the loaded keys' quarters")
-	for _, r := range f.c.GetAllRegions() {
-		assert.Len(t, r.Meta.GetPeers(), 3, "a peer on each store")
-	}
+	var acked []string
 	deadline := time.Now().Add(time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		k := string(bench.Key(int64(i * 7 % 1000)))
 		b := st.NewBatch()
-		b.Set(fmt.Appendf(nil, "k%d", i), []byte("v"))
+		b.Set([]byte(k), []byte("v"))
 		start := time.Now()
 		err := st.Write(ctx, b)
 		if err == nil {
-			_, err = st.Get(ctx, fmt.Appendf(nil, "k%d", i))
+			acked = append(acked, k)
+			_, err = st.Get(ctx, []byte(k))
+		}
+		if err == nil {
+			_, err = scanKeys(ctx, st)
 		}
 		cancel()
 		assert.Less(t, time.Since(start), 2*time.Second, "each call ends near its deadline")
@@ -260,12 +264,28 @@ func TestOpenMock_Faults(t *testing.T) {
 		}
 	}
 	summary := f.Stop()
+	t.Log(summary)
 	assert.Contains(t, summary, "faults: ")
 	assert.Positive(t, f.stopped, summary)
-	b := st.NewBatch()
-	b.Set([]byte("after"), []byte("v"))
-	require.NoError(t, st.Write(context.Background(), b), "the cluster serves again")
-	v, err := st.Get(context.Background(), []byte("after"))
-	require.NoError(t, err)
-	assert.Equal(t, "v", string(v))
+	assert.Positive(t, f.splits, summary)
+	assert.Positive(t, f.merges, summary)
+	for _, r := range f.c.GetAllRegions() {
+		assert.Len(t, r.Meta.GetPeers(), 3, "a peer on each store")
+	}
+	require.NotEmpty(t, acked)
+	keys, err := scanKeys(context.Background(), st)
+	require.NoError(t, err, "the cluster serves again")
+	slices.Sort(acked)
+	assert.Equal(t, slices.Compact(acked), keys, "every acknowledged key, once, in order")
+}
+
+// scanKeys reads every key of st in order.
+func scanKeys(ctx context.Context, st *tikv.Store) ([]string, error) {
+	it := st.Scan(ctx, nil, nil, nil)
+	var keys []string
+	for it.Next() {
+		keys = append(keys, string(it.Key()))
+	}
+	err := it.Err()
+	return keys, errors.Join(err, it.Close())
 }

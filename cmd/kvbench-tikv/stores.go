@@ -19,6 +19,7 @@ import (
 	"github.com/coopkv/coopkv/cmd/internal/cli"
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/kv/tikv"
+	"github.com/coopkv/coopkv/kv/tikv/tikvmock"
 )
 
 // runTiKV is a whole run of w: open the store (on PD, bounded by
@@ -74,12 +75,15 @@ func openMock(cfg *config, log *slog.Logger) (*tikv.Store, *faults, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("mock cluster: %w", err)
 	}
+	var regions *tikvmock.Cluster
+	var hijack func(ctikv.Client) ctikv.Client
 	if cfg.faults {
-		mockWithFaults(cluster, mockSplits(cfg.prefix, cfg.Keys))
+		regions = mockWithFaults(cluster, mockSplits(cfg.prefix, cfg.Keys))
+		hijack = regions.Client // its region changes between the requests
 	} else {
 		testutils.BootstrapWithMultiRegions(cluster, mockSplits(cfg.prefix, cfg.Keys)...)
 	}
-	kvs, err := ctikv.NewTestTiKVStore(client, pdClient, nil, nil, 0)
+	kvs, err := ctikv.NewTestTiKVStore(client, pdClient, hijack, nil, 0)
 	if err != nil {
 		pdClient.Close()
 		return nil, nil, errors.Join(fmt.Errorf("mock cluster: %w", err), client.Close())
@@ -88,7 +92,8 @@ func openMock(cfg *config, log *slog.Logger) (*tikv.Store, *faults, error) {
 	if err != nil || !cfg.faults {
 		return st, nil, err
 	}
-	f := &faults{c: cluster, every: cfg.faultEvery, down: cfg.faultDown, election: cfg.faultElect}
+	f := &faults{c: cluster, regions: regions, every: cfg.faultEvery, down: cfg.faultDown, election: cfg.faultElect,
+		split: cfg.faultSplit, prefix: cfg.prefix, keys: cfg.Keys}
 	f.start(cfg.Seed)
 	return st, f, nil
 }
