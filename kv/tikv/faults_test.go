@@ -162,6 +162,7 @@ func callByDeadline(t *testing.T, s *Store, name string, call func(context.Conte
 	start := time.Now()
 	err := call(ctx, s)
 	took := time.Since(start)
+	t.Logf("%s returned in %v (deadline %v)", name, took.Round(time.Millisecond), downDeadline)
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "%s", name)
 	assert.Less(t, took, downDeadline+downSlack, "%s returned %v after its deadline", name, took-downDeadline)
 	return err
