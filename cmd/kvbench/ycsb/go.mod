@@ -6,6 +6,7 @@ replace github.com/coopkv/coopkv => ../../..
 
 require (
 	github.com/boltdb/bolt v1.3.1
+	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/coopkv/coopkv v0.0.0-00010101000000-000000000000
 	github.com/dgraph-io/badger v1.5.4
 	github.com/dgraph-io/badger/v4 v4.9.6
@@ -29,7 +30,6 @@ require (
 	github.com/cockroachdb/crlib v0.0.0-20241112164430-1264a2edc35b // indirect
 	github.com/cockroachdb/errors v1.11.3 // indirect
 	github.com/cockroachdb/logtags v0.0.0-20230118201751-21c54148d20b // indirect
-	github.com/cockroachdb/pebble/v2 v2.1.7 // indirect
 	github.com/cockroachdb/redact v1.1.5 // indirect
 	github.com/cockroachdb/swiss v0.0.0-20260820225851-333444432258 // indirect
 	github.com/cockroachdb/tokenbucket v0.0.0-20230807174530-cc333fc44b06 // indirect
