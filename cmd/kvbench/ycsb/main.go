@@ -1,13 +1,16 @@
 // Command ycsb runs the YCSB core workloads A–F with go-ycsb v1.0.3 against
-// coopkv and its peers, badger (v1.5.4 and v4) and bolt, in one run, and reports each
-// store's throughput and per-operation latency percentiles: as a plain
-// table, as markdown (--markdown) and as JSON (--json).
+// coopkv and its peers — today's badger v4, etcd's bbolt and raw Pebble v2,
+// and go-ycsb's own badger v1.5.4 and bolt v1.3.1 — each store in a process
+// of its own by default (--isolate), and reports each store's throughput
+// and per-operation latency percentiles: as a plain table, as markdown
+// (--markdown) and as JSON (--json).
 //
 // coopkv is driven through the binding in package coopkvdb (each record
-// one msgpack map), badger v4 through package badger4db (the same
-// records); badger v1.5.4 and bolt through go-ycsb's own bindings. No
-// store fsyncs its writes. The command lives in a module of its own so
-// that coopkv's module never depends on go-ycsb, badger or bolt.
+// one msgpack map); badger v4, bbolt and Pebble through packages
+// badger4db, bboltdb and pebbledb (the same records, the same bytes);
+// badger v1.5.4 and bolt through go-ycsb's own bindings. No store fsyncs
+// its writes. The command lives in a module of its own so that coopkv's
+// module never depends on go-ycsb, badger or bolt.
 //
 // Usage:
 //

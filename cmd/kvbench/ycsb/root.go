@@ -85,7 +85,7 @@ v1.0.3's client and measurements. Results go to stdout; progress to stderr.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (loads included) to `FILE`, for go tool pprof; with --isolate, one per store to FILE.<store>")
-	f.StringVar(&stores, "stores", "coopkv-mlfq,coopkv-direct,badger,bbolt", "stores to run, comma-separated: "+strings.Join(storeNames(), ", "))
+	f.StringVar(&stores, "stores", "coopkv-mlfq,badger-v4,bbolt,pebble,badger,bolt", "stores to run, comma-separated: "+strings.Join(storeNames(), ", "))
 	f.StringVar(&workloads, "workloads", "a,b,c,d,e,f", "YCSB core workloads to run, comma-separated (they run in the order a,b,c,f,d,e)")
 	f.Int64Var(&cfg.records, "records", 100_000, "records loaded into each store (recordcount)")
 	f.Int64Var(&cfg.operations, "operations", 200_000, "operations per workload (operationcount)")

@@ -14,7 +14,9 @@ import (
 	"github.com/pingcap/go-ycsb/pkg/ycsb"
 
 	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/badger4db"
+	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/bboltdb"
 	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/coopkvdb"
+	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/pebbledb"
 
 	// go-ycsb's bindings register themselves under "badger" and "boltdb".
 	// Only these two are imported: go-ycsb's own command imports every
@@ -67,7 +69,7 @@ var knownStores = map[string]store{
 		},
 		about: "github.com/dgraph-io/badger/v4 " + depVersion("github.com/dgraph-io/badger/v4") + " through package badger4db; badger's defaults, SyncWrites off, coopkv's record codec, updates in one transaction retried on conflict",
 	},
-	"bbolt": {
+	"bolt": {
 		driver: "boltdb",
 		props: func(dir string) map[string]string {
 			return map[string]string{
@@ -78,6 +80,28 @@ var knownStores = map[string]store{
 		},
 		opened: setBoltNoSync,
 		about:  "github.com/boltdb/bolt v1.3.1 (the original of etcd's bbolt) through go-ycsb's db/boltdb; NoSync and NoGrowSync on",
+	},
+	"bbolt": {
+		driver: bboltdb.Name,
+		props: func(dir string) map[string]string {
+			return map[string]string{
+				bboltdb.PropDir: filepath.Join(dir, "bbolt"),
+				// fsync off, as for the other stores.
+				bboltdb.PropNoSync: "true",
+			}
+		},
+		about: "go.etcd.io/bbolt " + depVersion("go.etcd.io/bbolt") + " through package bboltdb; bbolt's defaults, NoSync and NoGrowSync on, coopkv's record codec, a bucket per table",
+	},
+	"pebble": {
+		driver: pebbledb.Name,
+		props: func(dir string) map[string]string {
+			return map[string]string{
+				pebbledb.PropDir: filepath.Join(dir, "pebble"),
+				// Pebble's default too, said here so the report shows it.
+				pebbledb.PropSync: "false",
+			}
+		},
+		about: "github.com/cockroachdb/pebble/v2 " + depVersion("github.com/cockroachdb/pebble/v2") + " through package pebbledb; Pebble's defaults (8 MiB block cache), NoSync writes, coopkv's record codec, updates under a per-key write lock",
 	},
 }
 

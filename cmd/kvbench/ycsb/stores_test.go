@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -10,15 +12,18 @@ import (
 	"github.com/pingcap/go-ycsb/pkg/ycsb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
 
 	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/badger4db"
+	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/bboltdb"
 	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/coopkvdb"
+	"github.com/coopkv/coopkv/cmd/kvbench/ycsb/pebbledb"
 )
 
 // openTest opens store name as the runner does, in a test directory.
 func openTest(t *testing.T, name string) ycsb.DB {
 	t.Helper()
-	if raceEnabled && name == "bbolt" {
+	if raceEnabled && name == "bolt" {
 		t.Skip("bolt v1.3.1 fails checkptr (see race_test.go)")
 	}
 	cfg := &config{records: 10, operations: 10, threads: 1, fieldCount: 1, fieldLen: 1}
@@ -41,11 +46,19 @@ func field(t *testing.T, v any, name string) reflect.Value {
 
 // No store fsyncs its writes.
 func TestStores_NoSync(t *testing.T) {
-	t.Run("bbolt", func(t *testing.T) {
-		bdb, err := boltHandle(openTest(t, "bbolt"))
+	t.Run("bolt", func(t *testing.T) {
+		bdb, err := boltHandle(openTest(t, "bolt"))
 		require.NoError(t, err)
 		assert.True(t, bdb.NoSync)
 		assert.True(t, bdb.NoGrowSync)
+	})
+	t.Run("bbolt", func(t *testing.T) {
+		bdb := openTest(t, "bbolt").(*bboltdb.DB).Bolt()
+		assert.True(t, bdb.NoSync)
+		assert.True(t, bdb.NoGrowSync)
+	})
+	t.Run("pebble", func(t *testing.T) {
+		assert.False(t, openTest(t, "pebble").(*pebbledb.DB).Sync())
 	})
 	t.Run("badger", func(t *testing.T) {
 		bdb := field(t, openTest(t, "badger"), "db").Interface().(*badger.DB)
@@ -84,14 +97,14 @@ func TestStoreProps_ExtraWins(t *testing.T) {
 	}, m)
 }
 
-// coopkv and badger v4 round-trip a record through go-ycsb's interface,
+// coopkv, badger v4, bbolt and Pebble round-trip a record through go-ycsb's interface,
 // and store it as the same bytes: one codec, so the comparison is of the
 // engines.
 func TestStores_RoundTripOneCodec(t *testing.T) {
 	ctx := t.Context()
 	values := map[string][]byte{"field0": []byte("zero"), "field1": []byte("one"), "field2": []byte("two")}
 	stored := map[string][]byte{}
-	for _, name := range []string{"coopkv-mlfq", "badger-v4"} {
+	for _, name := range []string{"coopkv-mlfq", "badger-v4", "bbolt", "pebble"} {
 		t.Run(name, func(t *testing.T) {
 			db := openTest(t, name)
 			require.NoError(t, db.Insert(ctx, "usertable", "user1", values))
@@ -107,6 +120,18 @@ func TestStores_RoundTripOneCodec(t *testing.T) {
 			switch db := db.(type) {
 			case *coopkvdb.DB:
 				stored[name], err = db.KV().Get(ctx, k)
+			case *bboltdb.DB:
+				err = db.Bolt().View(func(tx *bbolt.Tx) error {
+					stored[name] = bytes.Clone(tx.Bucket([]byte("usertable")).Get(k))
+					return nil
+				})
+			case *pebbledb.DB:
+				var v []byte
+				var closer io.Closer
+				if v, closer, err = db.Pebble().Get(k); err == nil {
+					stored[name] = bytes.Clone(v)
+					err = closer.Close()
+				}
 			case *badger4db.DB:
 				err = db.Badger().View(func(txn *badger4.Txn) error {
 					item, err := txn.Get(k)
@@ -119,6 +144,8 @@ func TestStores_RoundTripOneCodec(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
-	require.Len(t, stored, 2)
-	assert.Equal(t, stored["coopkv-mlfq"], stored["badger-v4"], "both stores hold the same record bytes")
+	require.Len(t, stored, 4)
+	for _, name := range []string{"badger-v4", "bbolt", "pebble"} {
+		assert.Equal(t, stored["coopkv-mlfq"], stored[name], "%s holds the same record bytes as coopkv", name)
+	}
 }
