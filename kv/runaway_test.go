@@ -79,6 +79,33 @@ func TestRunaway_KillAndWatch(t *testing.T) {
 	assert.Equal(t, 100, rows)
 }
 
+// A point read has no start key: a MultiGet from the key a watched scan
+// started at, whose step yields (so that the rule first applies to it
+// after a step), is not that scan coming again. Before, it was killed: its
+// first key was taken for a start key then (a CI flake of the test above,
+// whose two-key MultiGet yielded on a slow machine).
+func TestRunaway_YieldingMultiGetIsNotAWatchedScan(t *testing.T) {
+	const n = 6000
+	db := openTest(t, "", &Options{InMemory: true, Workers: 1, TimeSlice: 50 * time.Microsecond,
+		Runaway: &resource.RunawayRule{RowsScanned: 2000, Action: resource.RunawayKill, Watch: time.Hour}})
+	load(t, db, n, func(int) []byte { return []byte("v") })
+	ctx := context.Background()
+	_, err := scanAll(ctx, db, keyN(10))
+	require.ErrorIs(t, err, ErrRunaway)
+	require.Len(t, db.Stats().Runaway.Watches, 1)
+
+	keys := make([][]byte, 1500) // under the rule's rows, over a step's time
+	for i := range keys {
+		keys[i] = keyN(10 + i)
+	}
+	yields := db.Stats().Pool.Yields
+	vals, err := db.MultiGet(ctx, keys)
+	require.NoError(t, err)
+	assert.Len(t, vals, len(keys))
+	require.Greater(t, db.Stats().Pool.Yields, yields, "the MultiGet yielded: the rule applied to it after a step")
+	assert.Len(t, db.Stats().Runaway.Watches, 1, "and it added no watch")
+}
+
 // A task id is the watch's identity when the read has one: another start
 // key with the same id is caught.
 func TestRunaway_WatchByTaskID(t *testing.T) {

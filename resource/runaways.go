@@ -76,7 +76,7 @@ func (a RunawayAction) bit() uint8 { return 1 << a.severity() }
 // counted under it now.
 func (r *Runaways) NewRead(group string, key WatchKey) RunawayRead {
 	rd := RunawayRead{group: group, key: key}
-	if r.watching.Load() == 0 {
+	if key.None || r.watching.Load() == 0 {
 		return rd
 	}
 	r.mu.Lock()
@@ -119,7 +119,7 @@ func (r *Runaways) Observe(rd *RunawayRead, rule *RunawayRule, exec time.Duratio
 	rd.counted |= a.bit()
 	r.mu.Lock()
 	r.counts.add(rd.group, a, false)
-	if caught && rule.Watch > 0 {
+	if caught && rule.Watch > 0 && !rd.key.None {
 		now := r.now()
 		r.watches.add(rd.group, rd.key, rule.Action, now, now.Add(rule.Watch))
 		r.watching.Store(int64(r.watches.len()))

@@ -139,6 +139,30 @@ func TestRunaways_Watch(t *testing.T) {
 	assert.Zero(t, r.watching.Load(), "NewRead is lock-free again")
 }
 
+// A read with no identity (WatchKey.None) is caught by no watch, even one
+// of the open start key "", and when its rule catches it adds no watch;
+// the rule still judges it and counts it.
+func TestRunaways_NoIdentity(t *testing.T) {
+	r, _ := newRunaways(t, 0)
+	rule := &RunawayRule{RowsScanned: 100, Action: RunawayKill, Watch: time.Minute}
+	for _, k := range []WatchKey{{}, {StartKey: "orders/"}} {
+		rd := r.NewRead("batch", k)
+		_, newly := r.Observe(&rd, rule, 0, 101)
+		require.True(t, newly)
+	}
+	require.Len(t, r.Stats().Watches, 2)
+
+	for _, k := range []WatchKey{{None: true}, {None: true, StartKey: "orders/"}} {
+		rd := r.NewRead("batch", k)
+		assert.False(t, rd.Watched(), "%+v", k)
+		a, newly := r.Observe(&rd, rule, 0, 101)
+		assert.Equal(t, RunawayKill, a, "the rule judges it")
+		assert.True(t, newly)
+	}
+	assert.Len(t, r.Stats().Watches, 2, "it added no watch")
+	assert.Equal(t, RunawayGroupStats{Group: "batch", Kill: 4}, groupCounts(r.Stats(), "batch"))
+}
+
 // A watched read that its rule then catches with a severer action comes
 // under that action, is counted under it, and renews the watch with it.
 func TestRunaways_WatchedReadCaughtSeverer(t *testing.T) {

@@ -11,11 +11,17 @@ import (
 
 // WatchKey is a read's identity for the watch list, built by the caller
 // once per read: its task id (kv.WithTaskID) or, when it has none (0), its
-// start key — the key of a Get, the start of a Scan or of a coprocessor
-// request's first range. With a task id the start key is ignored.
+// start key — the start of a Scan or of a coprocessor request's first
+// range. With a task id the start key is ignored.
 type WatchKey struct {
 	TaskID   uint64
 	StartKey string
+	// None says the read has no identity to watch (TaskID and StartKey
+	// are ignored): no watch catches it, and the rule adds none for it.
+	// kv gives it to a point read without a task id, whose key is not a
+	// start key: a MultiGet from the key a runaway scan started at is not
+	// that scan coming again, nor is a Get of "" the scan from the start.
+	None bool
 }
 
 // DefaultMaxWatches is the watch list's bound when NewRunaways is given 0.
