@@ -2,7 +2,6 @@ package badger4db
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -18,13 +17,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // open opens a store in a test directory, closed when the test ends.
-func open(t *testing.T) *DB {
-	t.Helper()
-	db, err := Open(properties.LoadMap(map[string]string{PropDir: filepath.Join(t.TempDir(), "store")}))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
-	return db
-}
+func open(t *testing.T) *DB { t.Helper(); return bindingtest.OpenIn(t, Open, PropDir) }
 
 func TestDB_Suite(t *testing.T) {
 	bindingtest.Run(t, bindingtest.Binding{

@@ -21,14 +21,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // closed when the test ends.
 func open(t *testing.T, props ...string) *DB {
 	t.Helper()
-	m := map[string]string{PropDir: filepath.Join(t.TempDir(), "store")}
-	for i := 0; i+1 < len(props); i += 2 {
-		m[props[i]] = props[i+1]
-	}
-	db, err := Open(properties.LoadMap(m))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
-	return db
+	return bindingtest.OpenIn(t, Open, PropDir, props...)
 }
 
 func TestDB_Suite(t *testing.T) {

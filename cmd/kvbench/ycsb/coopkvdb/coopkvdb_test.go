@@ -2,7 +2,6 @@ package coopkvdb
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/magiconair/properties"
@@ -21,18 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // props (name, value, …), closed when the test ends.
 func open(t *testing.T, scheduler string, props ...string) *DB {
 	t.Helper()
-	m := map[string]string{
-		PropDir:       filepath.Join(t.TempDir(), "store"),
-		PropScheduler: scheduler,
-	}
-	for i := 0; i+1 < len(props); i += 2 {
-		m[props[i]] = props[i+1]
-	}
-	p := properties.LoadMap(m)
-	db, err := Open(p)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
-	return db
+	return bindingtest.OpenIn(t, Open, PropDir, append([]string{PropScheduler, scheduler}, props...)...)
 }
 
 // The binding passes the suite on every scheduler, its updates as

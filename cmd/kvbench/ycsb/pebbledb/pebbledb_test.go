@@ -20,13 +20,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // open opens a store in a test directory, closed when the test ends.
-func open(t *testing.T) *DB {
-	t.Helper()
-	db, err := Open(properties.LoadMap(map[string]string{PropDir: filepath.Join(t.TempDir(), "store")}))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
-	return db
-}
+func open(t *testing.T) *DB { t.Helper(); return bindingtest.OpenIn(t, Open, PropDir) }
 
 // The suite, NoLostField among it: the striped lock makes an update
 // atomic.

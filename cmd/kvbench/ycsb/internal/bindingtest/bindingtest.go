@@ -1,16 +1,17 @@
 // Package bindingtest is the suite that the runner's own go-ycsb bindings
-// (coopkvdb, badger4db) pass, in the spirit of kv/kvtest: a binding's tests
-// call Run with a function that opens a fresh, empty store, and what
-// go-ycsb's core workloads rely on is checked against it — reads of all or
-// some fields, updates that merge, scans that stay within their table,
-// deletes, threads at once, and, for a binding whose updates are
-// transactions, no update lost to another.
+// (coopkvdb, badger4db, bboltdb, pebbledb) pass, in the spirit of
+// kv/kvtest: a binding's tests call Run with a function that opens a
+// fresh, empty store, and what go-ycsb's core workloads rely on is checked
+// against it — reads of all or some fields, updates that merge, scans that
+// stay within their table, deletes, threads at once, and, for a binding
+// whose updates are transactions, no update lost to another.
 package bindingtest
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -32,6 +33,21 @@ type Binding struct {
 	// Atomic says an update is one transaction: updaters of one record at
 	// once lose none of each other's fields.
 	Atomic bool
+}
+
+// OpenIn opens a store with open in a new test directory, named by the
+// property dirProp, with props (name, value, …) besides; it is closed when
+// the test ends. Each binding's tests open their stores through it.
+func OpenIn[DB ycsb.DB](t *testing.T, open func(*properties.Properties) (DB, error), dirProp string, props ...string) DB {
+	t.Helper()
+	m := map[string]string{dirProp: filepath.Join(t.TempDir(), "store")}
+	for i := 0; i+1 < len(props); i += 2 {
+		m[props[i]] = props[i+1]
+	}
+	db, err := open(properties.LoadMap(m))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return db
 }
 
 // Run runs the suite, one store per subtest.
