@@ -149,8 +149,10 @@ func (c *stamper) stampTxn(req *tikvrpc.Request) {
 // SendRequest implements tikv.Client.
 func (c *stamper) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
 	c.stampTxn(req)
-	ctx, release := endWithCall(ctx)
-	defer release()
+	if ctx, release := endWithCall(ctx); release != nil {
+		defer release()
+		return c.Client.SendRequest(ctx, addr, req, timeout)
+	}
 	return c.Client.SendRequest(ctx, addr, req, timeout)
 }
 
@@ -158,10 +160,12 @@ func (c *stamper) SendRequest(ctx context.Context, addr string, req *tikvrpc.Req
 func (c *stamper) SendRequestAsync(ctx context.Context, addr string, req *tikvrpc.Request, cb async.Callback[*tikvrpc.Response]) {
 	c.stampTxn(req)
 	ctx, release := endWithCall(ctx)
-	cb.Inject(func(resp *tikvrpc.Response, err error) (*tikvrpc.Response, error) {
-		release()
-		return resp, err
-	})
+	if release != nil {
+		cb.Inject(func(resp *tikvrpc.Response, err error) (*tikvrpc.Response, error) {
+			release()
+			return resp, err
+		})
+	}
 	c.Client.SendRequestAsync(ctx, addr, req, cb)
 }
 
@@ -172,12 +176,13 @@ func (c *stamper) SendRequestAsync(ctx context.Context, addr string, req *tikvrp
 // deadline until the request's own timeout (60 s on TiKV; the whole delay
 // on the mock). Ended so, the request fails with context.Canceled, which
 // client-go returns at once, as a caller's choice, without marking the
-// store unreachable (RegionRequestSender.onSendFail). Call release when
-// the request is over.
-func endWithCall(ctx context.Context) (context.Context, func()) {
+// store unreachable (RegionRequestSender.onSendFail). Call release, if
+// not nil, when the request is over; it is nil, and ctx unchanged, for the
+// requests whose contexts bound them already.
+func endWithCall(ctx context.Context) (_ context.Context, release func()) {
 	ci, ok := interceptor.GetRPCInterceptorFromCtx(ctx).(*callInterceptor)
 	if !ok || ci.end == nil {
-		return ctx, func() {}
+		return ctx, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(ci.end, cancel)
