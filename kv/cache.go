@@ -1,11 +1,12 @@
 package kv
 
 import (
-	"bytes"
 	"hash/maphash"
 	"sync/atomic"
 
 	"github.com/dgraph-io/ristretto/v2"
+
+	"github.com/coopkv/coopkv/kv/internal/arena"
 )
 
 // rowCache is a ristretto cache of values in front of Get that never returns
@@ -23,14 +24,25 @@ import (
 // would let a later Get go back in time.
 //
 // A write thus also drops the other entries of its stripe. So that a
-// write-heavy mix does not empty the cache, there are about twice as many
-// stripes as the cache holds entries (one per 128 bytes of its size, a
-// power of two between 4,096 and 4 Mi): a write then costs the entries of
-// other keys 0.5 on average, where 4,096 fixed stripes cost a 32 MiB cache
-// ~25. The stripes' 8 bytes each (6% of the size) come out of the size,
-// so the cache's memory stays within RowCacheSize.
+// write-heavy mix does not empty the cache, there are about as many
+// stripes as the cache holds entries at most (one per 256 bytes of its
+// size, where an entry takes at least 224: a chunk and its index; a power
+// of two between 4,096 and 1 Mi): a write then costs the entries of other
+// keys at most ~1, and 0.2 at 1 KiB values, where 4,096 fixed stripes cost
+// a 32 MiB cache ~25. The stripes' 8 bytes each (3% of the size, 8 MiB at
+// most) come out of the size, so the cache's memory stays within
+// RowCacheSize.
+//
+// The keys and values live off the Go heap, in an arena (package arena),
+// so that the cache can be sized to the memory budget without the
+// collector's headroom doubling it: ristretto holds, per key, only the
+// entry's Ref in the arena and its stamp, with no pointer for the collector
+// to scan, and is the admission and eviction policy; its OnExit frees the
+// entry's chunks. A hit that races the eviction of its entry is a miss
+// (the arena checks the entry's generation after the copy).
 type rowCache struct {
-	c    *ristretto.Cache[[]byte, *cacheEntry]
+	c    *ristretto.Cache[[]byte, cacheEntry]
+	mem  *arena.Arena
 	seed maphash.Seed
 	gens []atomic.Uint64
 	mask uint64
@@ -41,11 +53,14 @@ type rowCache struct {
 	ranges atomic.Uint64
 
 	hits, misses, evictions atomic.Int64
+	// full counts values not cached because the arena had no room: its
+	// policy's cost lags the arena while ristretto's buffers drain.
+	full atomic.Int64
 }
 
 const (
-	minStripes, maxStripes = 1 << 12, 1 << 22
-	bytesPerStripe         = 128
+	minStripes, maxStripes = 1 << 12, 1 << 20
+	bytesPerStripe         = 256
 
 	// A stripe's word holds a generation above a count of the writes in
 	// flight (its low bits): a write adds writeStarts when it starts and
@@ -56,14 +71,17 @@ const (
 	inFlightMask = 1<<inFlightBits - 1
 	writeStarts  = 1<<inFlightBits + 1
 	writeEnds    = 1<<inFlightBits - 1
-	// entryOverhead is what an entry costs beyond its key and value:
-	// ristretto's item (~56 bytes) and our cacheEntry (56 bytes).
-	entryOverhead = 112
+	// entryOverhead is what an entry costs on the Go heap beyond its
+	// chunks in the arena: ristretto's stored item and its policy's entry.
+	entryOverhead = 96
 )
 
+// cacheEntry is what ristretto holds for a key: where the arena has its
+// entry, and the stamp under which the value was read. No pointers: the
+// collector does not scan ristretto's maps of them.
 type cacheEntry struct {
-	key, val []byte
-	stamp    cacheStamp
+	ref   arena.Ref
+	stamp cacheStamp
 }
 
 // cacheStamp is what a reader saw of the words that guard an entry when it
@@ -90,19 +108,31 @@ func stripesFor(size int64) int {
 func newRowCache(size int64) (*rowCache, error) {
 	n := stripesFor(size)
 	rc := &rowCache{seed: maphash.MakeSeed(), gens: make([]atomic.Uint64, n), mask: uint64(n - 1)}
-	size = max(size-int64(n)*8, 1)
-	c, err := ristretto.NewCache(&ristretto.Config[[]byte, *cacheEntry]{
-		// Ten counters per entry that fits, at ~200 bytes an entry.
-		NumCounters:        max(size/200*10, 1000),
-		MaxCost:            size,
-		BufferItems:        64,
-		IgnoreInternalCost: true, // entries are costed by their real size
-		OnEvict:            func(*ristretto.Item[*cacheEntry]) { rc.evictions.Add(1) },
-	})
+	size = max(size-int64(n)*8, 2*arena.ChunkSize)
+	mem, err := arena.New(size)
 	if err != nil {
 		return nil, err
 	}
-	rc.c = c
+	c, err := ristretto.NewCache(&ristretto.Config[[]byte, cacheEntry]{
+		// Ten counters per entry that fits, at ~224 bytes an entry (a
+		// chunk and the index), at most 4 Mi: ~3 bytes each, allocated at
+		// once, where a cache of 512 MiB of 1 KiB values holds ~370,000.
+		NumCounters:        min(max(size/224*10, 1000), 1<<22),
+		MaxCost:            size,
+		BufferItems:        64,
+		IgnoreInternalCost: true, // entries are costed by their real size
+		OnEvict:            func(*ristretto.Item[cacheEntry]) { rc.evictions.Add(1) },
+		// Every value that leaves — evicted, rejected, replaced or deleted
+		// — frees its chunks. ristretto also calls it with the zero value
+		// for a Del of a key it does not hold; freeing the zero Ref, or an
+		// entry freed already, does nothing.
+		OnExit: func(e cacheEntry) { mem.Free(e.ref) },
+	})
+	if err != nil {
+		_ = mem.Close()
+		return nil, err
+	}
+	rc.c, rc.mem = c, mem
 	return rc, nil
 }
 
@@ -131,9 +161,11 @@ func (rc *rowCache) stamp(key []byte) cacheStamp {
 // one, or a range deletion in flight, serves no hits.
 func (rc *rowCache) lookup(key []byte) (val []byte, ok bool, st cacheStamp) {
 	st = rc.stamp(key)
-	if e, found := rc.c.Get(key); found && e.stamp == st && bytes.Equal(e.key, key) {
-		rc.hits.Add(1)
-		return bytes.Clone(e.val), true, st
+	if e, found := rc.c.Get(key); found && e.stamp == st {
+		if val, ok := rc.mem.Get(e.ref, key); ok {
+			rc.hits.Add(1)
+			return val, true, st
+		}
 	}
 	return nil, false, st
 }
@@ -145,11 +177,19 @@ func (rc *rowCache) put(key, val []byte, st cacheStamp) bool {
 	if !st.clean() || rc.stamp(key) != st {
 		return false
 	}
-	buf := make([]byte, len(key)+len(val))
-	copy(buf, key)
-	copy(buf[len(key):], val)
-	e := &cacheEntry{key: buf[:len(key):len(key)], val: buf[len(key):], stamp: st}
-	rc.c.Set(e.key, e, int64(len(buf))+entryOverhead)
+	ref, cost, ok := rc.mem.Put(key, val)
+	if !ok {
+		if arena.Cost(len(key), len(val)) > 0 {
+			rc.full.Add(1)
+		}
+		return false
+	}
+	// A Set ristretto drops (its buffer full, or closed) never reaches
+	// OnExit: the chunks are freed here. One it takes frees them on exit.
+	if !rc.c.Set(key, cacheEntry{ref: ref, stamp: st}, cost+entryOverhead) {
+		rc.mem.Free(ref)
+		return false
+	}
 	return true
 }
 
@@ -194,4 +234,9 @@ func (rc *rowCache) beforeRangeDelete() uint64 { return rc.ranges.Add(writeStart
 // has moved for good: every entry from before it is stale.
 func (rc *rowCache) rangeDeleted(uint64) { rc.ranges.Add(writeEnds) }
 
-func (rc *rowCache) close() { rc.c.Close() }
+// close closes ristretto, whose goroutine frees entries until then, and
+// unmaps the arena. The store calls it with every read and write done.
+func (rc *rowCache) close() {
+	rc.c.Close()
+	_ = rc.mem.Close()
+}

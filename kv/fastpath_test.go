@@ -162,7 +162,7 @@ func queueBehindTheHeldRead(t *testing.T, db *DB, release func(), read func()) r
 func TestStripesFor(t *testing.T) {
 	assert.Equal(t, minStripes, stripesFor(1))
 	assert.Equal(t, minStripes, stripesFor(64<<10))
-	assert.Equal(t, 1<<18, stripesFor(32<<20), "one per 128 bytes")
+	assert.Equal(t, 1<<17, stripesFor(32<<20), "one per 256 bytes")
 	assert.Equal(t, maxStripes, stripesFor(1<<40))
 }
 

@@ -47,13 +47,16 @@ type Options struct {
 	// (Storage.BlockCacheCapacity) shows the size in force.
 	CacheSize int64
 	// RowCacheSize is the value cache in front of Get, in bytes; 0 =
-	// 32 MiB; < 0 turns it off. The size counts the cached keys and values;
-	// Go's collector keeps the heap at about twice what is live, so the
-	// process's memory grows by about three times the size (a 32 MiB cache
-	// costs ~100 MiB of RSS). It pays where the hot keys fit: YCSB B and C
-	// over ~110 MB of records (half the reads hit) ran as fast with it as
-	// without, not faster (README, Benchmarks); turn it off where memory
-	// is tight and the block cache holds the working set.
+	// 32 MiB; < 0 turns it off. The keys and values live off the Go heap,
+	// in memory mapped for the cache and used as it fills, so its RSS is
+	// what it holds, at most the size, and the collector neither scans nor
+	// doubles it; its index, ~100 bytes an entry, is on the heap and
+	// counted in the size. It pays where the hot keys fit: beside the
+	// block cache, a hit skips Pebble's memtables, filters, index and
+	// block, and the read pool (YCSB C over ~110 MB of records ran at
+	// ~1.2× bbolt with a 512 MiB row cache, ~0.6× with 32 MiB; see
+	// cmd/kvbench/ycsb's README). Size it to the memory budget beside
+	// CacheSize.
 	RowCacheSize int64
 	// RowCacheHitsInPool sends Gets that hit the row cache through the
 	// read pool like misses. By default (false) a hit is answered on the

@@ -36,6 +36,12 @@ type RowCacheStats struct {
 	Misses    int64   `json:"misses"` // stale entries (older than a write) count as misses
 	Evictions int64   `json:"evictions"`
 	HitRate   float64 `json:"hit_rate"`
+	// Bytes is what the cached entries take of the cache's memory now (off
+	// the Go heap, in chunks of 128 bytes).
+	Bytes int64 `json:"bytes"`
+	// Full counts values not cached because the memory was taken: the
+	// policy evicts shortly after, as its buffers drain.
+	Full int64 `json:"full"`
 }
 
 // StorageStats is a short summary of Pebble's state.
@@ -100,7 +106,7 @@ func (db *DB) Stats() Stats {
 		s.Runaway = &rs
 	}
 	if c := db.cache; c != nil {
-		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load()}
+		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Bytes: c.mem.InUse(), Full: c.full.Load()}
 		s.RowCache.HitRate = rate(s.RowCache.Hits, s.RowCache.Misses)
 	}
 	s.Storage.TableReads, s.Storage.SlowTableReads = db.reads.reads.Load(), db.reads.told.Load()

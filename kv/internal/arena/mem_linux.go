@@ -1,0 +1,5 @@
+package arena
+
+import "syscall"
+
+const mapNoReserve = syscall.MAP_NORESERVE

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package arena
+
+const mapNoReserve = 0
