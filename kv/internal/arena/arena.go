@@ -205,6 +205,7 @@ func (a *Arena) alloc(n int) (uint32, bool) {
 	if uint64(a.nfree)+uint64(a.chunks-a.bump) < uint64(n) {
 		return 0, false
 	}
+	a.used.Add(int64(n))
 	var head, prev uint32
 	link := func(c uint32) {
 		if prev == 0 {
@@ -219,12 +220,10 @@ func (a *Arena) alloc(n int) (uint32, bool) {
 		a.free = a.nextOf(c).Load()
 		a.nfree--
 		link(c)
-		a.used.Add(1)
 	}
 	for ; n > 0; n-- {
 		link(a.bump)
 		a.bump++
-		a.used.Add(1)
 	}
 	return head, true
 }
