@@ -100,6 +100,11 @@ func (sc *StepContext) ShouldYield() bool {
 	return false
 }
 
+// Demoted reports whether the step runs at the queue's lowest priority
+// (Entry.Demoted: a runaway read in cooldown), for a task that then does
+// its work in smaller units.
+func (sc *StepContext) Demoted() bool { return sc.h.e.Demoted }
+
 // Charge records what the step read, for the task's statistics and for
 // resource control.
 func (sc *StepContext) Charge(rows, bytes int64) {

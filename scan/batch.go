@@ -10,6 +10,8 @@ type Batch struct {
 	// ends holds, for row i, the end of its key at 2i and the end of its
 	// value at 2i+1, as offsets into buf.
 	ends []int
+	// cooled: a step of a read in cooldown filled it (see stream.Next).
+	cooled bool
 }
 
 // Len is the number of rows.

@@ -14,6 +14,10 @@ const (
 	MinBatchRows  = 32
 	MaxBatchRows  = 1024
 	MaxBatchBytes = 1 << 20
+	// CooledBatchRows caps the batches of a read in cooldown (a demoted
+	// step): its consumer gives its P back after each (see stream.Next),
+	// so the program's other goroutines wait for at most this many rows.
+	CooledBatchRows = 64
 )
 
 // The errors of an invalid Spec, which NewCursor validates (once: callers
@@ -85,6 +89,9 @@ type Cursor struct {
 	emitted int
 	rows    int // the next batch's target size
 	avgRow  int // bytes per row in the last batch, to size the next
+	// cap caps the next batch's rows when positive (CooledBatchRows for
+	// a read in cooldown), whatever rows says.
+	cap int
 }
 
 // NewCursor opens an iterator on r for spec. The iterator pins the state of
@@ -164,6 +171,9 @@ func (c *Cursor) fillUnless(b *Batch, p preempter) (rows, bytes int64, err error
 		return 0, 0, nil
 	}
 	want := c.rows
+	if c.cap > 0 {
+		want = min(want, c.cap)
+	}
 	if c.spec.Limit > 0 {
 		want = min(want, c.spec.Limit-c.emitted)
 	}

@@ -94,6 +94,40 @@ func TestSource_ReadsEverythingInGrowingBatches(t *testing.T) {
 	}
 }
 
+// TestSource_CooledDownReadsInSmallBatches: a read in cooldown (a demoted
+// task) fills batches of at most CooledBatchRows, marked cooled, so that
+// its consumer gives its P back after each (stream.Next); the same scan not
+// demoted grows its batches as before. Either way it reads every row once.
+func TestSource_CooledDownReadsInSmallBatches(t *testing.T) {
+	db := openPebble(t, 3000, 8)
+	p := newPool(t, readpool.Options{Workers: 1, TimeSlice: time.Hour})
+	for _, demoted := range []bool{true, false} {
+		t.Run(fmt.Sprintf("demoted=%v", demoted), func(t *testing.T) {
+			c, err := NewCursor(db, Spec{})
+			require.NoError(t, err)
+			r, err := Spawn(context.Background(), p, c, readpool.SpawnOptions{Demoted: demoted})
+			require.NoError(t, err)
+			defer r.Close()
+			largest, cooled, batches := 0, 0, 0
+			total := readAll(t, r, func(b *Batch) {
+				largest = max(largest, b.Len())
+				batches++
+				if b.cooled {
+					cooled++
+				}
+			})
+			assert.Equal(t, 3000, total)
+			if demoted {
+				assert.Equal(t, CooledBatchRows, largest)
+				assert.Equal(t, batches, cooled, "every batch marked cooled")
+			} else {
+				assert.Equal(t, MaxBatchRows, largest)
+				assert.Zero(t, cooled)
+			}
+		})
+	}
+}
+
 func TestSource_CloseFreesAtOnceAndEndsNext(t *testing.T) {
 	db := openPebble(t, 20000, 8)
 	for name, open := range sources(t, db) {

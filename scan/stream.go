@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -138,6 +139,22 @@ func (s *stream) finish(err error) {
 // a worker idle and nothing queued, so that a fast reader pays for no
 // hand-off at all.
 func (s *stream) Next(prev *Batch) (*Batch, error) {
+	b, err := s.next(prev)
+	if b != nil && b.cooled {
+		// A read in cooldown: its consumer — the program's goroutine that
+		// reads the rows — gives its P back at each of its small batches.
+		// Otherwise it reads batch after batch without a scheduling point
+		// while a worker fills them, and Go preempts it only every 10 ms:
+		// in a trace of kvbench runaway under cooldown, the goroutine that
+		// ran before 86% of the paced clients' waits of over 100 µs for a P
+		// was a whole scan's consumer, last scheduled in this method.
+		runtime.Gosched()
+	}
+	return b, err
+}
+
+// next is Next without the cooled-down read's hand-back.
+func (s *stream) next(prev *Batch) (*Batch, error) {
 	var now time.Time
 	s.mu.Lock()
 	if prev != nil {

@@ -30,6 +30,13 @@ func (t *task) Step(sc *readpool.StepContext) readpool.Status {
 		// A batch ends early when urgent work waits (a Get queued behind
 		// this step): it then waits for 64 rows, not up to 1,024. So does
 		// one that outlives the step's slice on a slow disk (Overdue).
+		// A read in cooldown fills small batches, and its consumer gives
+		// its P back at each (stream.Next).
+		b.cooled = sc.Demoted()
+		t.c.cap = 0
+		if b.cooled {
+			t.c.cap = CooledBatchRows
+		}
 		rows, bytes, err := t.c.fillUnless(b, unitEnd{sc})
 		sc.Charge(rows, bytes)
 		if err != nil {
