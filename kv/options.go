@@ -128,8 +128,10 @@ type Options struct {
 	// its limits of worker time or rows read is counted, run at the lowest
 	// priority or ended with ErrRunaway from its next step, and watched
 	// (see resource.RunawayRule). Reads in cooldown take turns at a
-	// quarter of the workers, at least one, so that they leave the
-	// program's own goroutines a P. nil = none. Reads of SchedulerDirect
+	// quarter of the workers, at least one, and read in batches of 64
+	// rows, after each of which their consumer gives its P back, so that
+	// they leave the program's own goroutines a P. nil = none. Reads of
+	// SchedulerDirect
 	// are not watched: they have no steps.
 	Runaway *resource.RunawayRule
 	// Scheduler is "" (mlfq, or priority with ResourceControl), mlfq,
