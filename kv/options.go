@@ -131,8 +131,7 @@ type Options struct {
 	// quarter of the workers, at least one, and read in batches of 64
 	// rows, after each of which their consumer gives its P back, so that
 	// they leave the program's own goroutines a P. nil = none. Reads of
-	// SchedulerDirect
-	// are not watched: they have no steps.
+	// SchedulerDirect are not watched: they have no steps.
 	Runaway *resource.RunawayRule
 	// Scheduler is "" (mlfq, or priority with ResourceControl), mlfq,
 	// fifo, steal or direct.
