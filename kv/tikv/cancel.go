@@ -9,6 +9,8 @@ import (
 
 	ckv "github.com/tikv/client-go/v2/kv"
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
+
+	"github.com/coopkv/coopkv/kv"
 )
 
 // clientCtx is ctx as client-go sees it: ctx's values, done when ctx is
@@ -54,6 +56,20 @@ func doneErr(ctx context.Context, err error) error {
 		return &UnavailableError{Err: ctx.Err(), detail: err}
 	}
 	return fmt.Errorf("%w (%v)", ctx.Err(), err)
+}
+
+// doneErr is the package's doneErr for a call of s's: a call that failed
+// because s's Close ended it — client-go interrupted in its backoff
+// (killer) or its context cancelled (clientCtx) — while the caller's ctx
+// was not done fails with kv.ErrClosed, with what client-go said for
+// detail. Without it, a scan that Close interrupted reported the cluster
+// unavailable.
+func (s *Store) doneErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && s.closingCtx.Err() != nil &&
+		(unavailable(err) || errors.Is(err, context.Canceled)) {
+		return fmt.Errorf("%w (%v)", kv.ErrClosed, err)
+	}
+	return doneErr(ctx, err)
 }
 
 // waitBackground waits for the background work of a transaction counted

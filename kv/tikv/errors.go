@@ -182,7 +182,8 @@ func storeErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, kv.ErrClosed):
 		return err
 	case unavailable(err):
 		return &UnavailableError{Err: err}

@@ -274,6 +274,22 @@ func TestFaults_UnavailableErrors(t *testing.T) {
 	assert.ErrorIs(t, pd, ErrUnavailable)
 	assert.Equal(t, "tikv: cluster unavailable: PD did not answer in time", pd.Error())
 
+	// A call that the store's Close interrupted while the caller's context
+	// was live failed because the store closed, whatever client-go said.
+	closing, closeAll := context.WithCancel(context.Background())
+	s := &Store{closingCtx: closing}
+	live := context.Background()
+	interrupted := tikverr.ErrQueryInterruptedWithSignal{Signal: 1}
+	assert.NotErrorIs(t, storeErr(s.doneErr(live, interrupted)), kv.ErrClosed, "the store is open")
+	closeAll()
+	for _, cause := range []error{interrupted, fmt.Errorf("send: %w", context.Canceled)} {
+		err := storeErr(s.doneErr(live, cause))
+		assert.ErrorIs(t, err, kv.ErrClosed, "%v", cause)
+		assert.NotErrorIs(t, err, ErrUnavailable, "%v", cause)
+	}
+	assert.ErrorIs(t, s.doneErr(ctx, interrupted), context.Canceled, "the caller's end comes first")
+	assert.NotErrorIs(t, s.doneErr(live, errors.New("some other failure")), kv.ErrClosed)
+
 	ue := &UnavailableError{Region: 4, Store: 1, Err: context.DeadlineExceeded, detail: errors.New("line one\nline two")}
 	assert.Equal(t, "tikv: cluster unavailable at region 4 (leader on store 1): context deadline exceeded (line one)", ue.Error())
 }
