@@ -152,6 +152,16 @@ type Options struct {
 	// the store's files are left as they were (kvctl's offline reads and
 	// check use it). A missing store is an error, not created.
 	ReadOnly bool
+	// NoWarm turns off warming: by default the block cache and the row
+	// cache warm themselves in the background, as read-pool work at the
+	// lowest priority (charged to no resource group) — the blocks of the
+	// tables that flushes and compactions write, while the block cache has
+	// room for them and the disk is not slow, and after Open the hot set
+	// that the store saved in its directory at Close and every few
+	// minutes while open (warm.go, hotset.go). A missing or damaged
+	// hot-set file is ignored with a log line. Close does not wait for
+	// warming. Stats.Warm says what it did.
+	NoWarm bool
 
 	// spares is readpool.Options.Spares: tests that hold the only worker
 	// to queue point reads behind it turn the spare off (-1).
