@@ -91,6 +91,8 @@ func childArgs(cfg *config, name, jsonPath string) []string {
 		"--field-count=" + strconv.FormatInt(cfg.fieldCount, 10),
 		"--field-length=" + strconv.FormatInt(cfg.fieldLen, 10),
 		"--json=" + jsonPath,
+		"--reopen=" + strconv.FormatBool(cfg.reopen),
+		"--" + timelineFlag + "=" + strconv.FormatBool(cfg.timeline),
 	}
 	if cfg.dir != "" {
 		args = append(args, "--dir="+cfg.dir)

@@ -16,6 +16,10 @@
 //
 //	cd cmd/kvbench/ycsb && go run . --markdown --json /tmp/ycsb.json
 //
+// With --reopen (the restart mode) each store is closed and opened again
+// on its directory before each workload, and --timeline, which --reopen
+// turns on, records each phase's operations per second.
+//
 // Run it with --help for the flags; README.md says what it measures.
 package main
 

@@ -22,6 +22,10 @@ func progress(errOut io.Writer, ps *phaseStats) {
 	if r := ps.TxnRetries; r != nil && *r > 0 {
 		fmt.Fprintf(errOut, ", %d transactions run again", *r)
 	}
+	if ps.First5s > 0 || ps.Steady > 0 {
+		fmt.Fprintf(errOut, "; first 5 s %s ops/s, steady %s ops/s, first 5 s ÷ steady %s",
+			rateString(ps.First5s), rateString(ps.Steady), warmRatio(ps))
+	}
 	if c := ps.Caches; c != nil {
 		fmt.Fprintf(errOut, "; row cache %.0f%% of %d lookups hit, block cache %.0f%% of %d",
 			100*c.RowCacheHitRate, c.RowCacheHits+c.RowCacheMisses, 100*c.BlockCacheHitRate, c.BlockCacheHits+c.BlockCacheMisses)

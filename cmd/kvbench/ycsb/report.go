@@ -72,8 +72,8 @@ func opRank(op string) int {
 // writePlain writes every phase of every store as one aligned table: the
 // phase's throughput, then each operation's count, rate and percentiles.
 func writePlain(w io.Writer, res *results) error {
-	fmt.Fprintf(w, "%s, %d records of %d × %d B, %d operations, %d threads (%s/%s, %d CPUs)\n\n",
-		res.Tool, res.Records, res.FieldCount, res.FieldLen, res.Operations, res.Threads, res.GOOS, res.GOARCH, res.NumCPU)
+	fmt.Fprintf(w, "%s, %d records of %d × %d B, %d operations, %d threads (%s/%s, %d CPUs)%s\n\n",
+		res.Tool, res.Records, res.FieldCount, res.FieldLen, res.Operations, res.Threads, res.GOOS, res.GOARCH, res.NumCPU, reopenNote(res))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "store\tworkload\tops/s\top\tcount\top/s\tp50 µs\tp99 µs\tp99.9 µs\tmax µs\terrors\t")
 	for _, store := range res.storeNames() {
@@ -108,6 +108,18 @@ func writePlain(w io.Writer, res *results) error {
 	fmt.Fprintf(w, "\n%s\n\n", heapTitle)
 	if err := heap.plain(w); err != nil {
 		return err
+	}
+	if t := warmTable(res); t != nil {
+		fmt.Fprintf(w, "\n%s\n\n", warmTitle)
+		if err := t.plain(w); err != nil {
+			return err
+		}
+	}
+	if t := reopenTable(res); t != nil {
+		fmt.Fprintf(w, "\n%s\n\n", reopenTitle)
+		if err := t.plain(w); err != nil {
+			return err
+		}
 	}
 	if lines := writeAmpLines(res); len(lines) > 0 {
 		fmt.Fprintf(w, "\n%s\n", writeAmpTitle)
@@ -346,15 +358,16 @@ func ratioBase(stores []string) (string, bool) {
 // with the first coopkv store's throughput divided by each peer's; each
 // operation's p99 per workload and store; each store's peak resident set
 // per phase, with the first coopkv store's divided by the larger peer's;
-// and the Go heap at each phase's end. Then the coopkv stores' write
+// and the Go heap at each phase's end. Then, with --timeline and --reopen,
+// the warm-up and reopen tables; then the coopkv stores' write
 // amplification, a line each.
 func writeMarkdown(w io.Writer, res *results) error {
 	stores := res.storeNames()
 	base, peers := res.peers()
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s; %d records of %d × %d B; %d operations per workload; %d threads; %s %s/%s, %d CPUs.\n\n",
-		res.Tool, res.Records, res.FieldCount, res.FieldLen, res.Operations, res.Threads, res.GoVersion, res.GOOS, res.GOARCH, res.NumCPU)
+	fmt.Fprintf(&b, "%s; %d records of %d × %d B; %d operations per workload; %d threads; %s %s/%s, %d CPUs%s.\n\n",
+		res.Tool, res.Records, res.FieldCount, res.FieldLen, res.Operations, res.Threads, res.GoVersion, res.GOOS, res.GOARCH, res.NumCPU, reopenNote(res))
 
 	b.WriteString("Throughput, operations per second:\n\n| workload |")
 	for _, s := range stores {
@@ -424,6 +437,14 @@ func writeMarkdown(w io.Writer, res *results) error {
 	peak.markdown(&b)
 	fmt.Fprintf(&b, "\n%s\n\n", heapTitle)
 	heap.markdown(&b)
+	if t := warmTable(res); t != nil {
+		fmt.Fprintf(&b, "\n%s\n\n", warmTitle)
+		t.markdown(&b)
+	}
+	if t := reopenTable(res); t != nil {
+		fmt.Fprintf(&b, "\n%s\n\n", reopenTitle)
+		t.markdown(&b)
+	}
 	if lines := writeAmpLines(res); len(lines) > 0 {
 		fmt.Fprintf(&b, "\n%s\n\n", writeAmpTitle)
 		for _, l := range lines {

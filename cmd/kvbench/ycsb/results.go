@@ -32,6 +32,8 @@ type results struct {
 	FieldLen   int64        `json:"field_length"`
 	Workloads  []string     `json:"workloads"` // in run order
 	Isolated   bool         `json:"isolated"`  // each store ran in a child process of its own (--isolate)
+	Reopen     bool         `json:"reopen"`    // each store was closed and opened again before each workload (--reopen)
+	Timeline   bool         `json:"timeline"`  // each phase has its operations per second (--timeline)
 	Stores     []storeInfo  `json:"stores"`
 	Phases     []phaseStats `json:"phases"` // per store: the load, then the workloads in run order
 }
@@ -151,7 +153,27 @@ type phaseStats struct {
 	// after a conflict during the phase, within the same operation (a
 	// binding that retries: coopkv's, badger v4's); nil for the others.
 	TxnRetries *int64 `json:"txn_retries,omitempty"`
+	// Timeline (--timeline, timeline.go) is the operations completed in
+	// each whole second from the phase's start, a read-modify-write one,
+	// as Operations counts them; TailOps those completed after the last
+	// whole second. Together they sum to Operations. Empty in a phase
+	// shorter than a second; nil (left out) without --timeline.
+	Timeline *[]float64 `json:"timeline_ops_per_sec,omitempty"`
+	TailOps  float64    `json:"timeline_tail_ops,omitempty"`
+	// First5s is the operations in the first 5 s ÷ 5, and Steady the
+	// median of Timeline's seconds that start in the phase's second
+	// half: their ratio says how far from its pace the store started.
+	// 0 (left out) where the phase was too short: under 5 s for First5s,
+	// under 3 s for Steady.
+	First5s float64 `json:"first5s_ops_per_sec,omitempty"`
+	Steady  float64 `json:"steady_ops_per_sec,omitempty"`
+	// Reopen is the time the store took to close and open again before
+	// this workload (--reopen); nil without it, and for the load.
+	Reopen *reopenStats `json:"reopen,omitempty"`
 }
+
+// hasTimeline says the phase's timeline was recorded (--timeline).
+func (ps *phaseStats) hasTimeline() bool { return ps.Timeline != nil }
 
 // txnStore is a binding whose updates are transactions that it runs
 // again on a conflict (coopkvdb.DB, badger4db.DB).

@@ -28,10 +28,20 @@ type config struct {
 	// so that its peak resident set is its own.
 	isolate    bool
 	cpuProfile string // "" = none; with isolate, each child writes cpuProfile.<store>
+	// reopen closes each store after its load and opens it again on its
+	// directory before each workload (reopen.go): the restart mode.
+	reopen bool
+	// timeline records each phase's operations per second (timeline.go);
+	// on by default with reopen.
+	timeline bool
 	// child says this process is a store's child under --isolate: it
 	// writes only the JSON and its progress, no tables (hidden flag).
 	child bool
 }
+
+// timelineFlag is the flag of config.timeline, whose default follows
+// --reopen.
+const timelineFlag = "timeline"
 
 // runOrder is the order the workloads run in on one loaded store, YCSB's
 // documented order: the workloads that only read and update first, then
@@ -53,7 +63,10 @@ func newRootCmd() *cobra.Command {
 		Short: "YCSB A–F with go-ycsb against coopkv, badger and bolt",
 		Long: `ycsb loads each store once, into a fresh temporary directory, and runs
 the YCSB core workloads on it in the order a, b, c, f, d, e, with go-ycsb
-v1.0.3's client and measurements. Results go to stdout; progress to stderr.`,
+v1.0.3's client and measurements. With --reopen it closes each store and
+opens it again on its directory before each workload, and reports how
+each workload's throughput went second by second (--timeline). Results go
+to stdout; progress to stderr.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -64,6 +77,11 @@ v1.0.3's client and measurements. Results go to stdout; progress to stderr.`,
 				return err
 			}
 			cfg.workloads = inRunOrder(cfg.workloads)
+			// The restart mode is there to see a store come back to
+			// speed: --timeline follows --reopen unless it is given.
+			if cfg.reopen && !cmd.Flags().Changed(timelineFlag) {
+				cfg.timeline = true
+			}
 			if cfg.child {
 				cfg.isolate = false
 			}
@@ -93,9 +111,11 @@ v1.0.3's client and measurements. Results go to stdout; progress to stderr.`,
 	f.Int64Var(&cfg.fieldCount, "field-count", 10, "fields per record (fieldcount)")
 	f.Int64Var(&cfg.fieldLen, "field-length", 100, "bytes per field (fieldlength)")
 	f.StringVar(&cfg.jsonPath, "json", "", "also write the results, settings included, as JSON to this file")
-	f.BoolVar(&cfg.markdown, "markdown", false, "print markdown tables (throughput with ratios, p99 per operation, peak memory with ratios, Go heap) and the write-amplification lines instead of the plain tables")
+	f.BoolVar(&cfg.markdown, "markdown", false, "print markdown tables (throughput with ratios, p99 per operation, peak memory with ratios, Go heap; with --timeline and --reopen, warm-up and reopen) and the write-amplification lines instead of the plain tables")
 	f.StringVar(&cfg.dir, "dir", "", "directory for the stores' temporary directories (default: the system's temporary directory)")
 	f.BoolVar(&cfg.isolate, "isolate", true, "run each store in a child process of its own, so that its peak memory (getrusage) is its alone; --isolate=false runs them one after another in this process")
+	f.BoolVar(&cfg.reopen, "reopen", false, "restart mode: after the load and before each workload, close the store and open it again on its directory (its in-process caches empty, the OS page cache as it was), and report the time that took; turns --timeline on unless it is given")
+	f.BoolVar(&cfg.timeline, timelineFlag, false, "record each phase's operations in each whole second (timeline_ops_per_sec in the JSON) and report the rate in the first 5 s, the steady rate (the median second of the phase's second half) and their ratio (default: on with --reopen)")
 	f.BoolVar(&cfg.child, childFlag, false, "run as a store's child process under --isolate: results only to --json")
 	if err := f.MarkHidden(childFlag); err != nil {
 		panic(err) // the flag was just defined
@@ -175,6 +195,9 @@ func (c *config) validate() error {
 		if name, _, ok := strings.Cut(p, "="); !ok || strings.TrimSpace(name) == "" {
 			errs = append(errs, fmt.Errorf("--prop %q: want name=value", p))
 		}
+	}
+	if c.reopen && dropsData(c.props) {
+		errs = append(errs, errors.New("--reopen: -p dropdata would remove each store's data before it opens again"))
 	}
 	return errors.Join(errs...)
 }

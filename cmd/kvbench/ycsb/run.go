@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/magiconair/properties"
@@ -55,6 +56,8 @@ func run(ctx context.Context, cfg *config, out, errOut io.Writer) error {
 		FieldLen:   cfg.fieldLen,
 		Workloads:  cfg.workloads,
 		Isolated:   cfg.isolate,
+		Reopen:     cfg.reopen,
+		Timeline:   cfg.timeline,
 	}
 	if !cfg.child { // the parent said it
 		fmt.Fprintf(errOut, "%s: %d records of %d × %d B, %d operations per workload, %d threads, workloads %s\n",
@@ -100,7 +103,8 @@ func run(ctx context.Context, cfg *config, out, errOut io.Writer) error {
 }
 
 // runStore loads store name into a fresh temporary directory and runs the
-// workloads on it. The directory is removed at the end.
+// workloads on it, closing and opening it again before each with
+// cfg.reopen. The directory is removed at the end.
 func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (info storeInfo, phases []phaseStats, err error) {
 	s := knownStores[name]
 	dir, err := os.MkdirTemp(cfg.dir, "ycsb-"+name+"-")
@@ -113,6 +117,7 @@ func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (
 	info = storeInfo{Name: name, Driver: s.driver, About: s.about, Properties: sp}
 	start, _ := readRSS()
 	info.Memory.StartRSS = start.rss
+	// p opens the store, and opens it again with cfg.reopen.
 	p, err := phaseProps(cfg, "a", false, sp, filepath.Join(dir, "measurement-load.json"))
 	if err != nil {
 		return info, nil, err
@@ -121,9 +126,13 @@ func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (
 	if err != nil {
 		return info, nil, err
 	}
-	defer func() { err = errors.Join(err, db.Close()) }()
-	kdb, isKV := db.(kvStore)
-	if isKV {
+	// db is the store open now: nil after a reopen that failed.
+	defer func() {
+		if db != nil {
+			err = errors.Join(err, db.Close())
+		}
+	}()
+	if kdb, ok := db.(kvStore); ok {
 		info.Sizes = sizesOf(kdb.KV().Stats())
 		z := info.Sizes
 		fmt.Fprintf(errOut, "[%s] sizes in force: block cache %s (memtables included), memtable %s, row cache %s\n",
@@ -136,28 +145,36 @@ func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (
 		for _, ps := range phases {
 			info.Memory.PeakRSS = max(info.Memory.PeakRSS, ps.Memory.PeakRSS)
 		}
-		if isKV {
+		if kdb, ok := db.(kvStore); ok { // since the last open, with cfg.reopen
 			info.Writes = writesSinceOpen(kdb.KV().Stats())
 		}
 	}()
 
 	fmt.Fprintf(errOut, "[%s] load: %d records …\n", name, cfg.records)
-	ps, err := runPhase(ctx, p, db, name, loadPhase, cfg.records)
+	ps, err := runPhase(ctx, p, db, name, loadPhase, cfg.records, cfg.timeline)
 	if err != nil {
 		return info, phases, err
 	}
 	progress(errOut, &ps)
 	phases = append(phases, ps)
 	for _, w := range cfg.workloads {
-		p, err := phaseProps(cfg, w, true, sp, filepath.Join(dir, "measurement-"+w+".json"))
+		wp, err := phaseProps(cfg, w, true, sp, filepath.Join(dir, "measurement-"+w+".json"))
 		if err != nil {
 			return info, phases, err
+		}
+		var re *reopenStats
+		if cfg.reopen {
+			if db, re, err = reopenStore(s, p, db); err != nil {
+				return info, phases, fmt.Errorf("before workload %s: %w", w, err)
+			}
+			reopenProgress(errOut, name, w, re)
 		}
 		fmt.Fprintf(errOut, "[%s] workload %s: %d operations …\n", name, w, cfg.operations)
-		ps, err := runPhase(ctx, p, db, name, w, cfg.operations)
+		ps, err := runPhase(ctx, wp, db, name, w, cfg.operations, cfg.timeline)
 		if err != nil {
 			return info, phases, err
 		}
+		ps.Reopen = re
 		progress(errOut, &ps)
 		phases = append(phases, ps)
 	}
@@ -166,8 +183,9 @@ func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (
 
 // runPhase runs one phase with go-ycsb's client (load when p's
 // dotransactions is false, the workload otherwise) and reads go-ycsb's
-// measurements of it.
-func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, name string, ops int64) (phaseStats, error) {
+// measurements of it; with timeline, it records the phase's operations
+// per second too.
+func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, name string, ops int64, timeline bool) (phaseStats, error) {
 	wname := p.GetString(prop.Workload, "core")
 	wc := ycsb.GetWorkloadCreator(wname)
 	if wc == nil {
@@ -182,6 +200,10 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 	// A fresh, process-wide measurement per phase; DbWrapper times every
 	// call as go-ycsb's own run and load commands do.
 	measurement.InitMeasure(p)
+	var done atomic.Int64
+	if timeline {
+		wl = countingWorkload{Workload: wl, done: &done}
+	}
 	c := client.NewClient(p, wl, client.DbWrapper{DB: db})
 	kdb, isKV := db.(kvStore)
 	var before kv.Stats
@@ -196,10 +218,22 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 	}
 	mem := startMemSampler(sampleEvery)
 	start := time.Now()
+	var sampler *timelineSampler
+	if timeline {
+		sampler = startTimeline(&done, start)
+	}
 	cpu0 := processCPU()
 	c.Run(ctx)
 	elapsed := time.Since(start)
 	cpu := processCPU() - cpu0
+	var (
+		tl        phaseTimeline
+		perSecond *[]float64
+	)
+	if timeline {
+		tl = sampler.end(elapsed)
+		perSecond = &tl.perSecond
+	}
 	memory := mem.end()
 	var (
 		caches *cacheStats
@@ -234,6 +268,10 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 		Caches:     caches,
 		Writes:     writes,
 		TxnRetries: retries,
+		Timeline:   perSecond,
+		TailOps:    tl.tail,
+		First5s:    tl.first5s,
+		Steady:     tl.steady,
 	}, nil
 }
 

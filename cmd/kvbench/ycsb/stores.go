@@ -119,6 +119,10 @@ func coopkvStore(scheduler string) store {
 				// Updates, F's read-modify-writes among them, in kv.Update;
 				// -p coopkv.txn=false measures a plain Get then Set.
 				coopkvdb.PropTxn: "true",
+				// kv's default too, said here so the report shows it: the
+				// caches warm themselves, after a reopen from the hot set
+				// saved at the close (-p coopkv.nowarm=true turns it off).
+				coopkvdb.PropNoWarm: "false",
 			}
 		},
 		about: "coopkv (this repository) through package coopkvdb, scheduler " + scheduler + "; NoSync, updates in kv.Update unless coopkv.txn=false, kv's default caches and workers",

@@ -93,6 +93,7 @@ func TestStoreProps_ExtraWins(t *testing.T) {
 		"coopkv.scheduler": "fifo",
 		"coopkv.nosync":    "true",
 		"coopkv.txn":       "true",
+		"coopkv.nowarm":    "false",
 		"coopkv.rowcache":  "-1",
 	}, m)
 }

@@ -31,6 +31,9 @@
 //	coopkv.txn         true (default): Update (and BatchUpdate) reads, merges
 //	                   and writes in one kv.Update transaction; false: a
 //	                   plain Get, then a Set (see Updates)
+//	coopkv.nowarm      kv.Options.NoWarm; false (default): the caches warm
+//	                   themselves in the background, and after an open from
+//	                   the hot set saved at the last close
 //	dropdata           go-ycsb's: remove coopkv.dir before opening
 //
 // # Updates
@@ -78,6 +81,7 @@ const (
 	PropWorkers    = "coopkv.workers"
 	PropNoSync     = "coopkv.nosync"
 	PropTxn        = "coopkv.txn"
+	PropNoWarm     = "coopkv.nowarm"
 )
 
 // go-ycsb finds a binding by name in a registry that its packages fill on
@@ -152,6 +156,7 @@ func ParseSettings(p *properties.Properties) (Settings, error) {
 		return b
 	}
 	opts.NoSync = boolProp(PropNoSync, true)
+	opts.NoWarm = boolProp(PropNoWarm, false)
 	txn := boolProp(PropTxn, true)
 	return Settings{Dir: p.GetString(PropDir, ""), KV: opts, Txn: txn}, errors.Join(errs...)
 }

@@ -91,10 +91,11 @@ func TestParseSettings_ReportsEveryProblem(t *testing.T) {
 		PropWorkers:   "4.5",
 		PropNoSync:    "maybe",
 		PropTxn:       "sometimes",
+		PropNoWarm:    "perhaps",
 	})
 	_, err := ParseSettings(p)
 	require.Error(t, err)
-	for _, name := range []string{PropScheduler, PropRowCache, PropWorkers, PropNoSync, PropTxn} {
+	for _, name := range []string{PropScheduler, PropRowCache, PropWorkers, PropNoSync, PropTxn, PropNoWarm} {
 		assert.ErrorContains(t, err, name)
 	}
 }
@@ -107,6 +108,7 @@ func TestParseSettings_Values(t *testing.T) {
 		PropBlockCache: "1048576",
 		PropWorkers:    "3",
 		PropTxn:        "false",
+		PropNoWarm:     "true",
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, Settings{
@@ -117,6 +119,7 @@ func TestParseSettings_Values(t *testing.T) {
 			CacheSize:    1 << 20,
 			Workers:      3,
 			NoSync:       true, // the default: no store in the comparison fsyncs
+			NoWarm:       true,
 		},
 		Txn: false,
 	}, set)
@@ -126,6 +129,7 @@ func TestParseSettings_Values(t *testing.T) {
 	assert.False(t, set.KV.NoSync)
 	assert.Equal(t, kv.SchedulerMLFQ, set.KV.Scheduler)
 	assert.True(t, set.Txn, "updates are transactions by default")
+	assert.False(t, set.KV.NoWarm, "the caches warm themselves by default")
 }
 
 // A write between an update's read and its write makes the update run
