@@ -40,6 +40,11 @@ func (db *DB) Close() error {
 	// No read uses a snapshot now (the pool and the direct scans have
 	// ended, and direct reads hold mu): Pebble's are closed before Pebble.
 	errs = append(errs, db.closeSnapshots())
+	// No read runs now: what the tables gave the block cache is final.
+	if db.savesHotSet() {
+		db.warm.saveTimer.Stop()
+		db.saveHotSet()
+	}
 
 	// Wait for calls that were already in Pebble when closed was set.
 	db.mu.Lock()

@@ -55,6 +55,9 @@ type DB struct {
 	// reads watches the table reads, and tells the pool of slow ones
 	// (diskreads.go).
 	reads *diskReads
+	// warm warms the block cache (warmer.go); nil with Options.NoWarm and
+	// SchedulerDirect.
+	warm *warmer
 
 	// snapshots are the open snapshots, which Close closes; nil once Close
 	// has taken them.

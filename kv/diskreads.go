@@ -1,6 +1,9 @@
 package kv
 
 import (
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,10 +65,50 @@ type diskReads struct {
 	// reads and told count the table reads, and those that told the pool;
 	// took is their time (Stats.Storage).
 	reads, told, took atomic.Int64
+	// tables holds, per table file number, the bytes read from it: what
+	// it put into the block cache (and what compactions read of it), for
+	// the hot set (hotset.go). TableDeleted drops a table's entry.
+	tables sync.Map // uint64 → *tableReads
 }
 
-func newDiskReads() *diskReads {
-	return &diskReads{policy: diskPolicy{slow: defaultSlowRead}, epoch: time.Now()}
+// tableReads is what was read of one table.
+type tableReads struct {
+	size int64 // the file's size when first opened
+	read atomic.Int64
+}
+
+// table returns the entry of the table file name, of size bytes.
+func (r *diskReads) table(name string, size int64) *tableReads {
+	num, ok := tableNum(name)
+	if !ok {
+		return &tableReads{size: size}
+	}
+	t, _ := r.tables.LoadOrStore(num, &tableReads{size: size})
+	return t.(*tableReads)
+}
+
+// forget drops the entry of a deleted table.
+func (r *diskReads) forget(num uint64) { r.tables.Delete(num) }
+
+// tableNum is the file number of a table's path ("dir/000123.sst": 123).
+func tableNum(name string) (uint64, bool) {
+	i := strings.LastIndexAny(name, `/\`)
+	base := name[i+1:]
+	dot := strings.IndexByte(base, '.')
+	if dot <= 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(base[:dot], 10, 64)
+	return n, err == nil
+}
+
+// newDiskReads watches reads that are slow from an average of slow (0 =
+// defaultSlowRead).
+func newDiskReads(slow time.Duration) *diskReads {
+	if slow == 0 {
+		slow = defaultSlowRead
+	}
+	return &diskReads{policy: diskPolicy{slow: slow}, epoch: time.Now()}
 }
 
 // slow reports whether the disk's reads are slow now.
@@ -111,13 +154,18 @@ func (fs *storeFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	if err != nil || fs.reads == nil || !isTable(name) {
 		return f, err
 	}
-	return &tableFile{File: f, reads: fs.reads}, nil
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return &tableFile{File: f, reads: fs.reads, table: fs.reads.table(name, size)}, nil
 }
 
 // tableFile is a table open for reading, its reads watched.
 type tableFile struct {
 	vfs.File
 	reads *diskReads
+	table *tableReads
 }
 
 // ReadAt reads from the table, telling the pool while it waits on a slow
@@ -126,5 +174,6 @@ func (f *tableFile) ReadAt(p []byte, off int64) (int, error) {
 	start, told := f.reads.enter()
 	n, err := f.File.ReadAt(p, off)
 	f.reads.exit(start, told)
+	f.table.read.Add(int64(n))
 	return n, err
 }

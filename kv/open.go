@@ -61,7 +61,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, events.DiskSlow)
 		closers = append(closers, fsCloser)
 	}
-	reads := newDiskReads()
+	reads := newDiskReads(o.slowRead)
 	po.FS = &storeFS{FS: diskfs.New(po.FS, dir, disk), os: o.FS == nil && !o.InMemory, reads: reads}
 	tunePebble(po, o.CacheSize)
 	// Open checks the tables itself (checkTableFiles): Pebble's check
@@ -73,6 +73,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
 	po.Cache = cache
+	// The warmer hears of the tables flushes and compactions write from
+	// the first flush of Open on; it warms them once the pool runs.
+	var warm *warmer
+	if !o.NoWarm && o.Scheduler != SchedulerDirect {
+		warm = newWarmer(cache, o.CacheSize, memTables*int64(po.MemTableSize), reads, o.warmHooks)
+		warm.listen(events)
+		closers = append(closers, warm)
+	}
 
 	// A new store is written at the newest format Pebble knows (left to
 	// itself Pebble picks its oldest). An existing one keeps its format:
@@ -94,7 +102,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	} else {
 		var pdb *pebble.DB
 		if pdb, err = pebble.Open(dir, po); err == nil {
-			return finishOpen(dir, o, po, pdb, disk, reads, closers)
+			return finishOpen(dir, o, po, pdb, disk, reads, warm, closers)
 		}
 		if isNotExist(err) {
 			// The store is there (Peek found it): a file it lists is not.
@@ -122,12 +130,12 @@ func lockErr(err error) error {
 var buildRowCache = newRowCache
 
 // finishOpen builds the store around an open Pebble.
-func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk *diskfs.Health, reads *diskReads, closers []io.Closer) (*DB, error) {
+func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk *diskfs.Health, reads *diskReads, warm *warmer, closers []io.Closer) (*DB, error) {
 	var err error
 	// Check reads table files with the options Pebble runs with.
 	po = po.Clone()
 	po.EnsureDefaults()
-	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*dbSnapshot]struct{}{}, closers: closers, disk: disk, reads: reads, groups: resource.NewManager(), closeDone: make(chan struct{})}
+	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*dbSnapshot]struct{}{}, closers: closers, disk: disk, reads: reads, warm: warm, groups: resource.NewManager(), closeDone: make(chan struct{})}
 	db.oracle.seed = maphash.MakeSeed()
 	if err := db.checkTableFiles(); err != nil {
 		db.closeStorage()
@@ -163,6 +171,15 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 			return nil, fmt.Errorf("kv: open %s: %w", dir, err)
 		}
 		reads.pool.Store(db.pool) // slow table reads tell it from now on
+		if warm != nil {
+			warm.start(db)
+			if !o.InMemory {
+				db.loadHotSet()
+			}
+			if db.savesHotSet() {
+				warm.saveTimer = time.AfterFunc(hotSetEvery, db.saveHotSetLater)
+			}
+		}
 	}
 	return db, nil
 }

@@ -166,6 +166,12 @@ type Options struct {
 	// spares is readpool.Options.Spares: tests that hold the only worker
 	// to queue point reads behind it turn the spare off (-1).
 	spares int
+	// slowRead is where the table reads' moving average makes the disk
+	// slow (0 = defaultSlowRead): the race detector makes reads from
+	// memory slow, and a test of something else raises it.
+	slowRead time.Duration
+	// warmHooks let tests watch and hold the warmer (warmer.go).
+	warmHooks *warmHooks
 
 	// FS is, for experts, the filesystem Pebble uses
 	// (github.com/cockroachdb/pebble/v2/vfs): Pebble's error-injecting

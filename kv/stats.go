@@ -25,6 +25,9 @@ type Stats struct {
 	Runaway  *resource.RunawayStats `json:"runaway,omitempty"`
 	RowCache RowCacheStats          `json:"row_cache"`
 	Storage  StorageStats           `json:"storage"`
+	// Warm is what warming the caches did (Options.NoWarm); its Enabled is
+	// false when it is off.
+	Warm WarmStats `json:"warm"`
 }
 
 // RowCacheStats describes the value cache in front of Get.
@@ -104,6 +107,9 @@ func (db *DB) Stats() Stats {
 	if db.gov != nil {
 		rs := db.gov.rw.Stats()
 		s.Runaway = &rs
+	}
+	if db.warm != nil {
+		s.Warm = db.warm.statsNow()
 	}
 	if c := db.cache; c != nil {
 		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Bytes: c.mem.InUse(), Full: c.full.Load()}

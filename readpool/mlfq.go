@@ -27,6 +27,11 @@ func DefaultLevelThresholds() [2]time.Duration {
 	return [2]time.Duration{5 * time.Millisecond, 100 * time.Millisecond}
 }
 
+// LowestLevel is the MLFQ's last level: SpawnOptions{Fixed: true, Level:
+// LowestLevel} is background work, run in the level's share of the pool
+// behind every read of the levels above.
+const LowestLevel = 2
+
 // LevelFor is the level of a task that has run for elapsed, by thresholds.
 func LevelFor(elapsed time.Duration, thresholds [2]time.Duration) int {
 	switch {
@@ -83,7 +88,7 @@ type MLFQ struct {
 	points   EntryList // level 0, point reads that have not run yet: FIFO
 	fresh    EntryList // level 0, other identities that have not run yet: FIFO
 	top      EntryHeap // level 0, the others, least attained service first
-	levels   [3]EntryList
+	levels   [LowestLevel + 1]EntryList
 	running  [3]int // popped entries whose step has not been Done
 	vtime    [3]float64
 	steps    [3]int64

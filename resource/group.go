@@ -169,7 +169,9 @@ type Manager struct {
 	// deletion, after mu is released (Scheduler.SetKick).
 	watchers []func()
 	def      *Group
-	clock    func() time.Duration // for the RU window; injected by tests
+	// bg is the group of the store's own background work (Background).
+	bg    *Group
+	clock func() time.Duration // for the RU window; injected by tests
 }
 
 // NewManager returns a manager holding only the default group.
@@ -178,8 +180,26 @@ func NewManager() *Manager {
 	m := &Manager{groups: map[string]*Group{}, clock: func() time.Duration { return time.Since(epoch) }}
 	m.def = m.newGroup(GroupConfig{Name: DefaultGroup, Burstable: true, Priority: PriorityMedium})
 	m.groups[DefaultGroup] = m.def
+	m.bg = m.newGroup(GroupConfig{Name: backgroundGroup, RUPerSec: backgroundShare, Burstable: true, Priority: PriorityLow})
 	return m
 }
+
+// backgroundGroup names the Background group in its figures; it is not a
+// group a request can name (Put's names are looked up in the map, where it
+// is not).
+const backgroundGroup = "(background)"
+
+// backgroundShare is the Background group's share in RU/s: a
+// ten-thousandth of an unlimited group's, so that in its class it runs
+// only when no tenant's work is ready.
+const backgroundShare = 1
+
+// Background is the group of the store's own background work (warming its
+// caches): a task spawned with it as readpool.SpawnOptions.Tag runs in the
+// lowest class, behind every tenant's work there, and its steps are
+// charged to it, so to no tenant. It is in no list (Groups, Stats) and
+// cannot be named by a request, reconfigured or deleted.
+func (m *Manager) Background() *Group { return m.bg }
 
 func (m *Manager) newGroup(c GroupConfig) *Group {
 	g := &Group{m: m, name: c.Name}

@@ -1,0 +1,268 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWarmPolicy(t *testing.T) {
+	p := newWarmPolicy(64 << 20) // headroom 4 MiB
+	require.EqualValues(t, 4<<20, p.headroom)
+	assert.EqualValues(t, 1<<20, newWarmPolicy(1<<20).headroom, "at least 1 MiB")
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name string
+		s    warmState
+		want warmVerdict
+	}{
+		{"an empty cache", warmState{capacity: 64 * mib}, warmGo},
+		{"room for the batch and the headroom", warmState{capacity: 64 * mib, used: 27 * mib, reserved: 32 * mib}, warmGo},
+		{"the batch would eat the headroom", warmState{capacity: 64 * mib, used: 28 * mib, reserved: 32 * mib}, warmCacheFull},
+		{"memtables count against the room", warmState{capacity: 64 * mib, used: 0, reserved: 60 * mib}, warmCacheFull},
+		{"a slow disk first", warmState{capacity: 64 * mib, used: 64 * mib, diskSlow: true, compacting: 1}, warmDiskSlow},
+		{"a compaction running", warmState{capacity: 64 * mib, compacting: 1}, warmCompacting},
+		{"a full cache before a compaction", warmState{capacity: 64 * mib, used: 63 * mib, compacting: 1}, warmCacheFull},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, p.decide(c.s, mib), c.want.String())
+		})
+	}
+}
+
+func TestWarmSpans(t *testing.T) {
+	show := func(w *warmSpans) []string {
+		var out []string
+		for _, s := range w.spans {
+			out = append(out, fmt.Sprintf("%s-%s:%d", s.lo, s.hi, s.bytes))
+		}
+		return out
+	}
+	w := warmSpans{limit: 4}
+	w.add([]byte("m"), []byte("p"), 1)
+	w.add([]byte("a"), []byte("c"), 2)
+	w.add([]byte("x"), []byte("z"), 4)
+	assert.Equal(t, []string{"a-c:2", "m-p:1", "x-z:4"}, show(&w), "disjoint spans in key order")
+	w.add([]byte("o"), []byte("y"), 8)
+	assert.Equal(t, []string{"a-c:2", "m-z:13"}, show(&w), "a span over two merges them")
+	w.add([]byte("c"), []byte("c"), 16)
+	assert.Equal(t, []string{"a-c:18", "m-z:13"}, show(&w), "a span that touches an end merges")
+	w.add([]byte("e"), []byte("f"), 1)
+	w.add([]byte("h"), []byte("i"), 1)
+	w.add([]byte("j"), []byte("k"), 1)
+	assert.Equal(t, []string{"a-f:19", "h-i:1", "j-k:1", "m-z:13"}, show(&w), "past the limit the first two merge")
+	assert.EqualValues(t, 34, w.bytes())
+
+	lo := []byte("q")
+	w.add(lo, []byte("r"), 0)
+	lo[0] = 'A'
+	s, ok := w.take()
+	require.True(t, ok)
+	assert.Equal(t, "a", string(s.lo), "spans are copies")
+	for w.len() > 0 {
+		w.take()
+	}
+	_, ok = w.take()
+	assert.False(t, ok)
+}
+
+// warmOpen opens a store whose warmer reports each end of its turn on the
+// returned channel.
+func warmOpen(t *testing.T, o Options) (*DB, <-chan warmVerdict) {
+	t.Helper()
+	ended := make(chan warmVerdict, 1024)
+	h := warmHooks{turnEnded: func(v warmVerdict) {
+		select {
+		case ended <- v:
+		default:
+		}
+	}}
+	if o.warmHooks != nil {
+		h.beforeCheck = o.warmHooks.beforeCheck
+	}
+	o.warmHooks = &h
+	if o.FS == nil {
+		o.InMemory = true
+	}
+	if o.slowRead == 0 {
+		o.slowRead = time.Hour // under the race detector memory reads slowly
+	}
+	return openTest(t, "", &o), ended
+}
+
+// waitTurn waits for the warmer to stop with want.
+func waitTurn(t *testing.T, db *DB, ended <-chan warmVerdict, want warmVerdict) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case v := <-ended:
+			if v == want {
+				return
+			}
+		case <-deadline:
+			require.FailNow(t, "the warmer never stopped with "+want.String(), "%+v cache %d compacting %d", db.Stats().Warm, db.warm.cache.Size(), db.warm.compacting.Load())
+		}
+	}
+}
+
+func writeKeys(t *testing.T, db *DB, n, size int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	v := make([]byte, size)
+	b := db.NewBatch()
+	for i := range n {
+		for j := range v {
+			v[j] = byte(r.Uint32()) // incompressible, so a key costs its size
+		}
+		b.Set(fmt.Appendf(nil, "k%06d", i), v)
+		if len(b.ops) == 1000 {
+			require.NoError(t, db.Apply(b))
+			b.Reset()
+		}
+	}
+	require.NoError(t, db.Apply(b))
+}
+
+// TestWarm_FlushedTableIsCached: after a flush, the warmer reads the new
+// table into the block cache, so Gets of every key miss no block; with
+// warming off, they do.
+func TestWarm_FlushedTableIsCached(t *testing.T) {
+	const n = 3000
+	for _, warm := range []bool{true, false} {
+		t.Run(fmt.Sprintf("warm=%v", warm), func(t *testing.T) {
+			db, ended := warmOpen(t, Options{RowCacheSize: -1, CacheSize: 256 << 20, NoWarm: !warm})
+			writeKeys(t, db, n, 100)
+			require.NoError(t, db.Flush())
+			if !warm {
+				assert.False(t, db.Stats().Warm.Enabled)
+			} else {
+				waitTurn(t, db, ended, warmGo)
+				st := db.Stats().Warm
+				assert.True(t, st.Enabled)
+				assert.EqualValues(t, n, st.Keys)
+				assert.Positive(t, st.BlockBytes)
+				assert.EqualValues(t, 1, st.SpansWarmed)
+				assert.Zero(t, st.PendingSpans)
+			}
+			before := db.Stats().Storage.BlockCacheMisses
+			for i := range n {
+				_, err := db.Get(context.Background(), fmt.Appendf(nil, "k%06d", i))
+				require.NoError(t, err)
+			}
+			misses := db.Stats().Storage.BlockCacheMisses - before
+			if warm {
+				assert.Zero(t, misses, "every block of the flushed table was cached")
+			} else {
+				assert.Positive(t, misses)
+			}
+		})
+	}
+}
+
+// TestWarm_StandsDownWhenTheCacheIsFull: the warmer stops short of the
+// cache's capacity, less the memtables' reservation and its headroom.
+func TestWarm_StandsDownWhenTheCacheIsFull(t *testing.T) {
+	const capacity = 64 << 20 // 8 MiB memtables, four reserved: 32 MiB
+	db, ended := warmOpen(t, Options{RowCacheSize: -1, CacheSize: capacity})
+	writeKeys(t, db, 40000, 1000) // 40 MB, flushed as the memtables fill
+	require.NoError(t, db.Flush())
+	waitTurn(t, db, ended, warmCacheFull)
+	w := db.warm
+	used := w.cache.Size()
+	assert.LessOrEqual(t, used+w.reserved+w.policy.headroom, int64(capacity)+warmBatchBytes,
+		"warming stopped within a batch of the headroom")
+	st := db.Stats().Warm
+	assert.Positive(t, st.StoodDown["cache full"])
+	assert.Positive(t, st.PendingSpans, "what did not fit is left for later")
+}
+
+// TestWarm_StandsDownOnASlowDisk: while the table reads are slow, the
+// warmer reads nothing.
+func TestWarm_StandsDownOnASlowDisk(t *testing.T) {
+	db, ended := warmOpen(t, Options{RowCacheSize: -1, CacheSize: 256 << 20})
+	db.reads.avg.Store(int64(2 * time.Hour))
+	writeKeys(t, db, 1000, 100)
+	require.NoError(t, db.Flush())
+	waitTurn(t, db, ended, warmDiskSlow)
+	st := db.Stats().Warm
+	assert.Zero(t, st.Keys)
+	assert.Zero(t, st.BlockBytes)
+	assert.Equal(t, 1, st.PendingSpans)
+	assert.Equal(t, "disk slow", st.Last)
+
+	db.reads.avg.Store(0) // the disk is fast again: the next flush warms both
+	require.NoError(t, db.Set([]byte("k999999"), []byte("x")))
+	require.NoError(t, db.Flush())
+	waitTurn(t, db, ended, warmGo)
+	assert.EqualValues(t, 1001, db.Stats().Warm.Keys)
+}
+
+// TestWarm_YieldsToAGet: on a store of one worker, a Get queued while the
+// warmer steps runs after at most one more batch of the warmer's, not
+// after the span: the warmer's step yields to it (a slice of an hour
+// leaves only the Get's preemption to end the step).
+func TestWarm_YieldsToAGet(t *testing.T) {
+	inBubble(t, func(t *testing.T) {
+		entered, release := make(chan struct{}), make(chan struct{})
+		first := true
+		hooks := &warmHooks{beforeCheck: func() {
+			if first {
+				first = false
+				close(entered)
+				<-release
+			}
+		}}
+		db, ended := warmOpen(t, Options{RowCacheSize: -1, CacheSize: 256 << 20, Workers: 1, spares: -1, TimeSlice: time.Hour, warmHooks: hooks})
+		var atGet int64 = -1
+		db.hooks.beforeRead = func([]byte) { atGet = db.warm.stats.keys.Load() }
+		writeKeys(t, db, 4000, 100)
+		go func() { _ = db.Flush() }()
+		<-entered
+
+		got := make(chan error, 1)
+		go func() {
+			_, err := db.Get(context.Background(), []byte("k000007"))
+			got <- err
+		}()
+		synctest.Wait() // the Get is queued behind the warmer's step
+		close(release)
+		require.NoError(t, <-got)
+		waitTurn(t, db, ended, warmGo)
+		assert.Positive(t, atGet)
+		assert.LessOrEqual(t, atGet, int64(2*warmCheckEvery), "the warmer yielded at its next check")
+		assert.EqualValues(t, 4000, db.Stats().Warm.Keys, "and went on after the Get")
+	})
+}
+
+// TestWarm_CloseDoesNotWaitForWarming: Close ends the warmer's task at the
+// end of its step, with the span unfinished, and leaves no goroutine.
+func TestWarm_CloseDoesNotWaitForWarming(t *testing.T) {
+	closed := make(chan error, 1)
+	var db *DB
+	first := true
+	hooks := &warmHooks{beforeCheck: func() {
+		if first {
+			first = false
+			go func() { closed <- db.Close() }()
+			for !db.closing.Load() {
+				runtime.Gosched() // until Close has begun; then the step goes on
+			}
+		}
+	}}
+	db, err := Open("", &Options{InMemory: true, RowCacheSize: -1, CacheSize: 256 << 20, warmHooks: hooks})
+	require.NoError(t, err)
+	writeKeys(t, db, 20000, 100)
+	require.NoError(t, db.Flush())
+	require.NoError(t, within(t, closed, "Close"))
+	st := db.Stats().Warm
+	assert.Less(t, st.Keys, int64(20000), "the span was left unfinished")
+	assert.Zero(t, st.SpansWarmed)
+}

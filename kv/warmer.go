@@ -1,0 +1,423 @@
+package kv
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coopkv/coopkv/readpool"
+	"github.com/coopkv/coopkv/resource"
+)
+
+// The warmer: one read-pool task at a time reads the spans left to warm
+// (warmpolicy.go) through a Pebble iterator, which puts the blocks it reads
+// into the block cache, at the pool's lowest priority and charged to no
+// resource group (resource.Manager.Background). It stands down when
+// warmPolicy says so and starts again at the next flush or compaction (or
+// hot-set load) that gives it work. Close ends its task like any read's,
+// after at most one step.
+
+const (
+	// warmSpanLimit bounds the spans kept: beyond it neighbours merge.
+	warmSpanLimit = 1024
+	// warmCheckEvery is how many keys the task reads between looks at the
+	// policy and at ShouldYield.
+	warmCheckEvery = 32
+	// warmBatchBytes is the room asked of the cache for one batch: keys
+	// of up to a few KiB, in blocks of 4 KiB.
+	warmBatchBytes = 256 << 10
+)
+
+// warmer keeps the spans left to warm and runs the task that warms them.
+//
+// running is true from the moment a task is spawned until that task takes
+// no more spans; it changes only under mu, with the spans, so a span added
+// while the task is ending is either taken by it or starts a new one.
+type warmer struct {
+	policy   warmPolicy
+	cache    *pebble.Cache
+	capacity int64
+	reserved int64 // every memtable Pebble may keep (memTables × MemTableSize)
+	reads    *diskReads
+
+	// compacting counts the compactions running (Pebble's events).
+	compacting atomic.Int64
+	// later kicks the warmer after a compaction (listen); Close stops it.
+	later *time.Timer
+	// saveTimer saves the hot set while the store is open
+	// (DB.saveHotSetLater); nil when the store keeps none.
+	saveTimer *time.Timer
+	// restoring is set from a restore until the warmer first runs out of
+	// spans; restoreStart is when it began.
+	restoring    bool
+	restoreStart time.Time
+
+	mu      sync.Mutex
+	spans   warmSpans
+	running bool
+	// db is set once the store is open; until then spans are kept.
+	db *DB
+
+	stats warmCounters
+
+	hooks warmHooks
+}
+
+// warmHooks let tests watch the warmer; they are set before the store
+// opens and never after.
+type warmHooks struct {
+	// turnEnded is called each time the warmer stops: a task ends its turn
+	// or a kick finds the policy against it, with the verdict then (warmGo:
+	// no span was left).
+	turnEnded func(warmVerdict)
+	// beforeCheck is called in a task's step before each look at the
+	// policy and the pool.
+	beforeCheck func()
+}
+
+// warmCounters are the warmer's figures (Stats.Warm).
+type warmCounters struct {
+	spansAdded, spansWarmed        atomic.Int64
+	keys, blockBytes, blocksCached atomic.Int64
+	runs                           atomic.Int64
+	hotListed, hotQueued           atomic.Int64
+	restoreTook                    atomic.Int64 // time.Duration; 0 until done
+	busy                           atomic.Int64 // time.Duration in steps
+	stoodDown                      [4]atomic.Int64
+	lastVerdict                    atomic.Int64 // warmVerdict
+}
+
+// newWarmer takes a reference to cache, which its Close drops: the warmer
+// looks at the cache's size until Pebble has closed.
+func newWarmer(cache *pebble.Cache, capacity, reserved int64, reads *diskReads, hooks *warmHooks) *warmer {
+	cache.Ref()
+	var h warmHooks
+	if hooks != nil {
+		h = *hooks
+	}
+	w := &warmer{hooks: h,
+		policy: newWarmPolicy(capacity), cache: cache, capacity: capacity, reserved: reserved, reads: reads,
+		spans: warmSpans{limit: warmSpanLimit},
+	}
+	w.later = time.AfterFunc(time.Hour, w.kick)
+	w.later.Stop()
+	return w
+}
+
+// Close drops the warmer's reference to the block cache; the store closes
+// it after Pebble.
+func (w *warmer) Close() error {
+	w.later.Stop()
+	if w.saveTimer != nil {
+		w.saveTimer.Stop()
+	}
+	w.cache.Unref()
+	return nil
+}
+
+// listen adds the warmer's hooks to Pebble's events: the tables flushes and
+// compactions write, and the compactions running.
+func (w *warmer) listen(el *pebble.EventListener) {
+	el.FlushEnd = func(info pebble.FlushInfo) {
+		if info.Err == nil {
+			w.addTables(info.Output)
+		}
+	}
+	el.CompactionBegin = func(pebble.CompactionInfo) { w.compacting.Add(1) }
+	el.TableDeleted = func(info pebble.TableDeleteInfo) { w.reads.forget(uint64(info.FileNum)) }
+	// Pebble calls CompactionEnd holding its mutex, before it installs the
+	// compaction's tables for new iterators: a warming iterator opened now
+	// would read the tables the compaction replaced, whose blocks leave the
+	// cache with them. The kick waits until Pebble has let go.
+	el.CompactionEnd = func(info pebble.CompactionInfo) {
+		w.compacting.Add(-1)
+		if info.Err == nil {
+			w.queueTables(info.Output.Tables)
+		}
+		w.later.Reset(warmAfterCompaction)
+	}
+}
+
+// warmAfterCompaction is how long after a compaction's end the warmer
+// starts: Pebble installs the new tables in the same critical section as
+// the event, microseconds later.
+const warmAfterCompaction = 10 * time.Millisecond
+
+// addTables queues the key spans of tables and starts warming them.
+func (w *warmer) addTables(tables []pebble.TableInfo) {
+	w.queueTables(tables)
+	w.kick()
+}
+
+// queueTables queues the key spans of tables.
+func (w *warmer) queueTables(tables []pebble.TableInfo) {
+	w.mu.Lock()
+	for i := range tables {
+		t := &tables[i]
+		w.spans.add(t.Smallest.UserKey, t.Largest.UserKey, int64(t.Size))
+		w.stats.spansAdded.Add(1)
+	}
+	w.mu.Unlock()
+}
+
+// state is what the policy decides from, now.
+func (w *warmer) state() warmState {
+	return warmState{
+		capacity: w.capacity, used: w.cache.Size(), reserved: w.reserved,
+		diskSlow: w.reads.slow(), compacting: int(w.compacting.Load()),
+	}
+}
+
+// verdict asks the policy about the next batch, and counts a stand-down.
+func (w *warmer) verdict() warmVerdict {
+	v := w.policy.decide(w.state(), warmBatchBytes)
+	w.stats.lastVerdict.Store(int64(v))
+	if v != warmGo {
+		w.stats.stoodDown[v].Add(1)
+	}
+	return v
+}
+
+// start hands the warmer the open store; spans queued during Open start
+// warming now.
+func (w *warmer) start(db *DB) {
+	w.mu.Lock()
+	w.db = db
+	w.mu.Unlock()
+	w.kick()
+}
+
+// kick spawns the warming task if there is work, none runs, and the
+// policy allows.
+func (w *warmer) kick() {
+	w.mu.Lock()
+	db := w.db
+	if db == nil || w.running || w.spans.len() == 0 || db.closing.Load() {
+		w.mu.Unlock()
+		return
+	}
+	if v := w.verdict(); v != warmGo {
+		w.mu.Unlock()
+		w.ended(v)
+		return
+	}
+	w.running = true
+	w.mu.Unlock()
+
+	t := &warmTask{w: w, db: db}
+	err := db.pool.Go(context.Background(), t, readpool.SpawnOptions{
+		Fixed: true, Level: readpool.LowestLevel,
+		Tag: db.groups.Background(), Priority: uint64(resource.PriorityLow),
+	})
+	if err != nil { // closed, or the pool is full: a later event tries again
+		w.mu.Lock()
+		w.running = false
+		w.mu.Unlock()
+		return
+	}
+	w.stats.runs.Add(1)
+}
+
+// next gives the task its next span, or ends its turn: when none is left
+// or the policy says to stand down, running goes false under the same lock
+// as the spans, and the task must return.
+func (w *warmer) next() (warmSpan, bool) {
+	w.mu.Lock()
+	v := w.verdict()
+	if v == warmGo {
+		if s, ok := w.spans.take(); ok {
+			w.mu.Unlock()
+			return s, true
+		}
+	}
+	if v == warmGo && w.restoring {
+		w.restoring = false
+		w.stats.restoreTook.Store(int64(max(time.Since(w.restoreStart), 1)))
+	}
+	w.running = false
+	w.mu.Unlock()
+	w.ended(v)
+	return warmSpan{}, false
+}
+
+// restore queues the tables of a saved hot set (listed of them in the
+// file), and starts warming them.
+func (w *warmer) restore(tables []pebble.TableInfo, listed int) {
+	w.stats.hotListed.Store(int64(listed))
+	w.stats.hotQueued.Store(int64(len(tables)))
+	if len(tables) == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.restoring, w.restoreStart = true, time.Now()
+	w.mu.Unlock()
+	w.addTables(tables)
+}
+
+// putBack returns the unread rest of a span, from lo, and ends the task's
+// turn, for the policy's verdict v.
+func (w *warmer) putBack(s warmSpan, lo []byte, v warmVerdict) {
+	w.mu.Lock()
+	w.spans.add(lo, s.hi, s.bytes)
+	w.running = false
+	w.mu.Unlock()
+	w.ended(v)
+}
+
+// endTurn ends the task's turn without a verdict.
+func (w *warmer) endTurn() {
+	w.mu.Lock()
+	w.running = false
+	w.mu.Unlock()
+}
+
+func (w *warmer) ended(v warmVerdict) {
+	if w.hooks.turnEnded != nil {
+		w.hooks.turnEnded(v)
+	}
+}
+
+// warmTask reads the warmer's spans, a batch of keys between looks at the
+// policy and the pool. Its iterator is its own; Done closes it.
+type warmTask struct {
+	w    *warmer
+	db   *DB
+	it   *pebble.Iterator
+	span warmSpan
+	n    int // keys read of the span
+	told int // of them, counted in the warmer's figures
+}
+
+// count adds the keys read since the last count to the warmer's figures.
+func (t *warmTask) count() {
+	t.w.stats.keys.Add(int64(t.n - t.told))
+	t.told = t.n
+}
+
+// Step reads keys until the step's slice is used, the policy stands down,
+// or no span is left.
+func (t *warmTask) Step(sc *readpool.StepContext) readpool.Status {
+	start := time.Now()
+	defer func() { t.w.stats.busy.Add(int64(time.Since(start))) }()
+	for {
+		if t.it == nil {
+			s, ok := t.w.next()
+			if !ok {
+				return readpool.Ready
+			}
+			it, err := t.db.pdb.NewIter(&pebble.IterOptions{
+				LowerBound: s.lo, UpperBound: append(slices.Clip(s.hi), 0), // hi included
+				KeyTypes: pebble.IterKeyTypePointsOnly,
+			})
+			if err != nil { // the span is dropped: a later flush may bring it back
+				t.w.endTurn()
+				return readpool.Ready
+			}
+			t.it, t.span, t.n = it, s, 0
+			// A prefix seek reads the tables' filter blocks, which a Get
+			// reads first and a scan never does.
+			t.it.SeekPrefixGE(s.lo)
+			t.it.First()
+		}
+		for ; t.it.Valid(); t.it.Next() {
+			if t.n%warmCheckEvery == 0 && t.n > 0 {
+				if t.w.hooks.beforeCheck != nil {
+					t.w.hooks.beforeCheck()
+				}
+				if sc.ShouldYield() {
+					return readpool.Yield
+				}
+				t.count()
+				if v := t.w.verdict(); v != warmGo {
+					t.w.putBack(t.span, t.it.Key(), v)
+					t.closeIter()
+					return readpool.Ready
+				}
+			}
+			t.n++
+		}
+		t.w.stats.spansWarmed.Add(1)
+		t.closeIter()
+	}
+}
+
+// closeIter closes the span's iterator and counts what it read.
+func (t *warmTask) closeIter() {
+	if t.it == nil {
+		return
+	}
+	st := t.it.Stats().InternalStats
+	t.count()
+	t.w.stats.blockBytes.Add(int64(st.BlockBytes - st.BlockBytesInCache))
+	_ = t.it.Close()
+	t.it, t.n, t.told = nil, 0, 0
+}
+
+// Done closes the iterator of a task ended early (the store's Close); the
+// span it was reading is dropped with the store.
+func (t *warmTask) Done(err error) {
+	t.closeIter()
+	if err != nil {
+		t.w.endTurn()
+	}
+}
+
+// WarmStats describes the warming of the caches (Options.NoWarm).
+type WarmStats struct {
+	Enabled bool `json:"enabled"`
+	// Running says a warming task is in the pool now.
+	Running bool `json:"running"`
+	// SpansQueued counts the key spans queued: a table that a flush or
+	// compaction wrote, or one the hot set named; PendingSpans and
+	// PendingBytes are those left (overlapping spans merged), and the
+	// bytes of the tables they came from.
+	SpansQueued  int64 `json:"spans_queued"`
+	SpansWarmed  int64 `json:"spans_warmed"`
+	PendingSpans int   `json:"pending_spans"`
+	PendingBytes int64 `json:"pending_bytes"`
+	// Keys counts the keys warming read, and BlockBytes the bytes of the
+	// blocks it read from the filesystem into the block cache.
+	Keys       int64 `json:"keys"`
+	BlockBytes int64 `json:"block_bytes"`
+	// Runs counts the warming tasks, and Busy their time in steps.
+	Runs int64         `json:"runs"`
+	Busy time.Duration `json:"busy_ns"`
+	// HotSetTables is how many tables the hot set saved at the last Close
+	// listed, and HotSetQueued how many of them, still in the store and
+	// with room in the cache, were queued after Open; HotSetWarmedIn is how
+	// long after Open warming first had nothing left, 0 until then.
+	HotSetTables   int64         `json:"hot_set_tables"`
+	HotSetQueued   int64         `json:"hot_set_queued"`
+	HotSetWarmedIn time.Duration `json:"hot_set_warmed_in_ns"`
+	// StoodDown counts the times warming stood down, by reason: the block
+	// cache had no room ("cache full"), the disk was slow, a compaction
+	// was running. Last is the latest decision.
+	StoodDown map[string]int64 `json:"stood_down,omitempty"`
+	Last      string           `json:"last"`
+}
+
+func (w *warmer) statsNow() WarmStats {
+	c := &w.stats
+	s := WarmStats{
+		Enabled: true, SpansQueued: c.spansAdded.Load(), SpansWarmed: c.spansWarmed.Load(),
+		Keys: c.keys.Load(), BlockBytes: c.blockBytes.Load(), Runs: c.runs.Load(), Busy: time.Duration(c.busy.Load()),
+		Last:         warmVerdict(c.lastVerdict.Load()).String(),
+		HotSetTables: c.hotListed.Load(), HotSetQueued: c.hotQueued.Load(), HotSetWarmedIn: time.Duration(c.restoreTook.Load()),
+	}
+	for v := warmCacheFull; v <= warmCompacting; v++ {
+		if n := c.stoodDown[v].Load(); n > 0 {
+			if s.StoodDown == nil {
+				s.StoodDown = map[string]int64{}
+			}
+			s.StoodDown[v.String()] = n
+		}
+	}
+	w.mu.Lock()
+	s.Running, s.PendingSpans, s.PendingBytes = w.running, w.spans.len(), w.spans.bytes()
+	w.mu.Unlock()
+	return s
+}
