@@ -66,7 +66,7 @@ func TestDiskReads_BlockedGetLetsAQueuedReadRun(t *testing.T) {
 	// A slice of an hour puts the long-step monitor (20 slices) out of
 	// reach: only the blocked read's word to the pool lets the second Get
 	// run.
-	db := openTest(t, "", &Options{FS: fs, Workers: 1, RowCacheSize: -1, spares: -1, TimeSlice: time.Hour})
+	db := openTest(t, "", &Options{FS: fs, Workers: 1, RowCacheSize: -1, spares: -1, NoWarm: true, TimeSlice: time.Hour})
 	fs.reads.Store(db.reads) // the disk is slow, every read says
 	for i := range 100 {
 		require.NoError(t, db.Set(fmt.Appendf(nil, "t%03d", i), []byte("table")))

@@ -45,7 +45,7 @@ func openSaturated(t *testing.T, o Options) (db *DB, release func()) {
 	t.Helper()
 	// No spare worker: it would step the point reads queued behind the
 	// held one (readpool.Options.Spares).
-	o.InMemory, o.Workers, o.TimeSlice, o.spares = true, 1, time.Minute, -1
+	o.InMemory, o.Workers, o.TimeSlice, o.spares, o.NoWarm = true, 1, time.Minute, -1, true
 	db, err := Open("", &o)
 	require.NoError(t, err)
 	b := newBlocker()

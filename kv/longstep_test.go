@@ -120,7 +120,7 @@ func TestLongStep_StatsCountExtraWork(t *testing.T) {
 	// LongStep is 20 × 10 ms: the Gets are queued long before the
 	// monitor starts the extra worker.
 	// No spare: the extra worker, not a spare, is to run the queued Gets.
-	db := openTest(t, "", &Options{InMemory: true, Workers: 1, TimeSlice: 10 * time.Millisecond, RowCacheSize: -1, spares: -1})
+	db := openTest(t, "", &Options{InMemory: true, Workers: 1, TimeSlice: 10 * time.Millisecond, RowCacheSize: -1, spares: -1, NoWarm: true})
 	entered := make(chan string, 2)
 	release := make(chan struct{})
 	db.hooks.beforeRead = func(key []byte) {

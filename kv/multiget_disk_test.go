@@ -224,7 +224,7 @@ func tableKeys(from, to int) [][]byte {
 // lets another step run beside it.
 func openSlowDisk(t *testing.T, fs *holdFS, o Options, tables int) *DB {
 	t.Helper()
-	o.FS, o.RowCacheSize, o.spares, o.TimeSlice = fs, -1, -1, time.Hour
+	o.FS, o.RowCacheSize, o.spares, o.TimeSlice, o.NoWarm = fs, -1, -1, time.Hour, true
 	db := openTest(t, "", &o)
 	for i := range tables {
 		for j := range 4 {
