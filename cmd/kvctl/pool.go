@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -28,6 +29,8 @@ type poolReport struct {
 	LevelShares []float64 `json:"level_shares"`
 	// Caches are the store's caches: their sizes in force and hits.
 	Caches caches `json:"caches"`
+	// Warm is what warming the caches did (kv.Stats.Warm).
+	Warm kv.WarmStats `json:"warm"`
 	// Disk is what the store's table reads have met on the disk.
 	Disk tableReads `json:"disk"`
 }
@@ -119,7 +122,7 @@ there is no pool to show.`,
 				BlockCacheCapacity: st.Storage.BlockCacheCapacity, BlockCacheBytes: st.Storage.BlockCacheBytes,
 				BlockCacheHitRate: st.Storage.BlockCacheHitRate, MemTableSize: st.Storage.MemTableSize,
 				RowCache: st.RowCache.Enabled, RowCacheCapacity: st.RowCache.Capacity, RowCacheHitRate: st.RowCache.HitRate,
-			}, Disk: newTableReads(&st.Storage)}
+			}, Disk: newTableReads(&st.Storage), Warm: st.Warm}
 			if st.Pool != nil && st.Pool.Queue.Kind != priorityQueue {
 				rep.LevelShares = levelShares(st.Pool.Queue.Levels)
 			}
@@ -226,6 +229,7 @@ func (r *poolReport) WriteText(w io.Writer) error {
 		disk = "slow (a read waiting on it lets another run)"
 	}
 	t.Printf("table reads\t%d, mean %s; disk %s, %d reads made while slow\n", d.TableReads, shortDur(d.MeanTableRead), disk, d.SlowTableReads)
+	t.Println(warmLine(&r.Warm))
 	return t.Flush()
 }
 
@@ -251,4 +255,25 @@ func shortDur(d time.Duration) string {
 		q *= 10
 	}
 	return d.Round(q).String()
+}
+
+// warmLine says what warming the caches did.
+func warmLine(w *kv.WarmStats) string {
+	if !w.Enabled {
+		return "warming\toff"
+	}
+	state := "idle, last: " + w.Last
+	if w.Running {
+		state = "running"
+	}
+	line := fmt.Sprintf("warming\t%s; %d of %d spans warmed (%d pending, %s of tables), %d keys, %s read into the block cache in %s",
+		state, w.SpansWarmed, w.SpansQueued, w.PendingSpans, size(w.PendingBytes), w.Keys, size(w.BlockBytes), shortDur(w.Busy))
+	if w.HotSetTables > 0 {
+		done := "not yet done"
+		if w.HotSetWarmedIn > 0 {
+			done = "done in " + shortDur(w.HotSetWarmedIn)
+		}
+		line += fmt.Sprintf("; hot set: %d of %d tables queued, %s", w.HotSetQueued, w.HotSetTables, done)
+	}
+	return line
 }

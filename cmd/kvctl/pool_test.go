@@ -112,7 +112,8 @@ func TestPoolReport_WriteText(t *testing.T) {
 			t.Log(out)
 			assert.Contains(t, out, "workers    2, at most 128 with extras: busy 5 (in use), parked 0, extra 3, spare 1\n")
 			assert.Contains(t, out, "blocked    4 steps waiting on the disk; slack 1 (steps the CPU controller lets run beside them)\n")
-			assert.True(t, strings.HasSuffix(out, tc.want), "ends with %q", tc.want)
+			assert.Contains(t, out, tc.want)
+			assert.True(t, strings.HasSuffix(out, "warming      off\n"), "ends with the warmer's line")
 		})
 	}
 }
@@ -160,4 +161,16 @@ func TestPool_PriorityShowsClasses(t *testing.T) {
 	out := kvctl(t, "pool", "--addr", addr).ok(t)
 	assert.Regexp(t, `class\s+queued\nhigh\s+\d+\nmedium\s+\d+\nlow\s+\d+\n`, out)
 	assert.NotContains(t, out, "share of step time")
+}
+
+func TestWarmLine(t *testing.T) {
+	assert.Equal(t, "warming\toff", warmLine(&kv.WarmStats{}))
+	w := kv.WarmStats{Enabled: true, Last: "cache full", SpansQueued: 9, SpansWarmed: 7, PendingSpans: 2, PendingBytes: 3 << 20,
+		Keys: 1000, BlockBytes: 5 << 20, Busy: 20 * time.Millisecond}
+	assert.Equal(t, "warming\tidle, last: cache full; 7 of 9 spans warmed (2 pending, 3.00 MiB of tables), 1000 keys, 5.00 MiB read into the block cache in 20ms", warmLine(&w))
+	w.Running, w.HotSetTables, w.HotSetQueued = true, 4, 3
+	assert.Contains(t, warmLine(&w), "warming\trunning;")
+	assert.Contains(t, warmLine(&w), "; hot set: 3 of 4 tables queued, not yet done")
+	w.HotSetWarmedIn = 1500 * time.Millisecond
+	assert.Contains(t, warmLine(&w), "done in 1.5s")
 }

@@ -113,7 +113,7 @@ func TestTop_Direct(t *testing.T) {
 // with their rates; without resource control the runaway reads are the
 // group "default"'s (kv.Options.Runaway).
 func TestTop_BusyAndRunaway(t *testing.T) {
-	db, addr, g := gatedStore(t, kv.Options{TimeSlice: 100 * time.Microsecond,
+	db, addr, g := gatedStore(t, kv.Options{TimeSlice: 100 * time.Microsecond, NoWarm: true,
 		Runaway: &resource.RunawayRule{RowsScanned: 10, Action: resource.RunawayKill, Watch: time.Hour}})
 	var full int
 	w := &hookWriter{onFirst: func() {

@@ -33,16 +33,17 @@ type collector struct {
 	groupRU, groupRULastSecond, groupThrottled, groupRUPerSec *prometheus.Desc
 	groupTasks, groupRejected                                 *prometheus.Desc
 
-	cacheHits, cacheMisses, cacheEvictions *prometheus.Desc
-	diskBytes, memtableBytes               *prometheus.Desc
-	blockCacheBytes, blockHits, blockMiss  *prometheus.Desc
-	levelTables, levelBytes                *prometheus.Desc
-	resourceControl, closed                *prometheus.Desc
-	failed, diskFull                       *prometheus.Desc
-	tableReads, tableReadSeconds           *prometheus.Desc
-	slowTableReads, diskSlow               *prometheus.Desc
-	busyTotal, waitEstimates               *prometheus.Desc
-	runawayTotal, runawayWatches           *prometheus.Desc
+	cacheHits, cacheMisses, cacheEvictions                                          *prometheus.Desc
+	warmKeys, warmBytes, warmSeconds, warmPending, warmStoodDown, warmHotSetSeconds *prometheus.Desc
+	diskBytes, memtableBytes                                                        *prometheus.Desc
+	blockCacheBytes, blockHits, blockMiss                                           *prometheus.Desc
+	levelTables, levelBytes                                                         *prometheus.Desc
+	resourceControl, closed                                                         *prometheus.Desc
+	failed, diskFull                                                                *prometheus.Desc
+	tableReads, tableReadSeconds                                                    *prometheus.Desc
+	slowTableReads, diskSlow                                                        *prometheus.Desc
+	busyTotal, waitEstimates                                                        *prometheus.Desc
+	runawayTotal, runawayWatches                                                    *prometheus.Desc
 }
 
 func newCollector(db *kv.DB) *collector {
@@ -95,20 +96,28 @@ func newCollector(db *kv.DB) *collector {
 		groupTasks:        d("group_tasks", "A resource group's tasks by state now: queued, running, held.", "group", "state"),
 		groupRejected:     d("group_rejected_busy_total", "A resource group's reads refused with ErrBusy.", "group"),
 
-		cacheHits:       d("row_cache_hits_total", "Row-cache hits."),
-		cacheMisses:     d("row_cache_misses_total", "Row-cache misses (stale entries count as misses)."),
-		cacheEvictions:  d("row_cache_evictions_total", "Row-cache evictions."),
-		diskBytes:       d("storage_disk_bytes", "Disk space the store uses."),
-		memtableBytes:   d("storage_memtable_bytes", "Bytes in memtables."),
-		blockCacheBytes: d("storage_block_cache_bytes", "Bytes in Pebble's block cache."),
-		blockHits:       d("storage_block_cache_hits_total", "Block-cache hits."),
-		blockMiss:       d("storage_block_cache_misses_total", "Block-cache misses."),
-		levelTables:     d("storage_level_tables", "Tables per LSM level.", "level"),
-		levelBytes:      d("storage_level_bytes", "Bytes per LSM level.", "level"),
-		resourceControl: d("resource_control_enabled", "1 if reads are scheduled by resource group."),
-		closed:          d("closed", "1 once the store is closed."),
-		failed:          d("failed", "1 once a write error the store cannot recover from (kv.ErrFailed) refuses its writes."),
-		diskFull:        d("disk_full", "1 while writes are refused for want of disk space (kv.ErrDiskFull)."),
+		cacheHits:      d("row_cache_hits_total", "Row-cache hits."),
+		cacheMisses:    d("row_cache_misses_total", "Row-cache misses (stale entries count as misses)."),
+		cacheEvictions: d("row_cache_evictions_total", "Row-cache evictions."),
+
+		// Warming (issue 41): the block cache filled in the background.
+		warmKeys:          d("warm_keys_total", "Keys warming read."),
+		warmBytes:         d("warm_block_bytes_total", "Bytes of blocks warming read from the filesystem into the block cache."),
+		warmSeconds:       d("warm_step_seconds_total", "Time warming's steps took in the read pool."),
+		warmPending:       d("warm_pending_bytes", "Bytes of the tables whose key spans are left to warm."),
+		warmStoodDown:     d("warm_stood_down_total", "Times warming stood down, by reason: cache full, disk slow, compacting.", "reason"),
+		warmHotSetSeconds: d("warm_hot_set_seconds", "How long after Open warming the saved hot set took; 0 until done or without one."),
+		diskBytes:         d("storage_disk_bytes", "Disk space the store uses."),
+		memtableBytes:     d("storage_memtable_bytes", "Bytes in memtables."),
+		blockCacheBytes:   d("storage_block_cache_bytes", "Bytes in Pebble's block cache."),
+		blockHits:         d("storage_block_cache_hits_total", "Block-cache hits."),
+		blockMiss:         d("storage_block_cache_misses_total", "Block-cache misses."),
+		levelTables:       d("storage_level_tables", "Tables per LSM level.", "level"),
+		levelBytes:        d("storage_level_bytes", "Bytes per LSM level.", "level"),
+		resourceControl:   d("resource_control_enabled", "1 if reads are scheduled by resource group."),
+		closed:            d("closed", "1 once the store is closed."),
+		failed:            d("failed", "1 once a write error the store cannot recover from (kv.ErrFailed) refuses its writes."),
+		diskFull:          d("disk_full", "1 while writes are refused for want of disk space (kv.ErrDiskFull)."),
 
 		tableReads:       d("storage_table_reads_total", "Reads of tables from the filesystem: block-cache misses and compactions' reads."),
 		tableReadSeconds: d("storage_table_read_seconds_total", "Time spent in table reads; over coopkv_storage_table_reads_total, the mean read latency."),
@@ -127,6 +136,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.queueWait, c.stepDuration,
 		c.groupRU, c.groupRULastSecond, c.groupThrottled, c.groupRUPerSec, c.groupTasks, c.groupRejected,
 		c.cacheHits, c.cacheMisses, c.cacheEvictions,
+		c.warmKeys, c.warmBytes, c.warmSeconds, c.warmPending, c.warmStoodDown, c.warmHotSetSeconds,
 		c.diskBytes, c.memtableBytes, c.blockCacheBytes, c.blockHits, c.blockMiss,
 		c.levelTables, c.levelBytes, c.tableReads, c.tableReadSeconds, c.slowTableReads, c.diskSlow,
 		c.resourceControl, c.closed, c.failed, c.diskFull, c.busyTotal, c.waitEstimates, c.runawayTotal, c.runawayWatches,
@@ -217,6 +227,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.cacheHits, float64(s.RowCache.Hits))
 		counter(c.cacheMisses, float64(s.RowCache.Misses))
 		counter(c.cacheEvictions, float64(s.RowCache.Evictions))
+	}
+	if w := s.Warm; w.Enabled {
+		counter(c.warmKeys, float64(w.Keys))
+		counter(c.warmBytes, float64(w.BlockBytes))
+		counter(c.warmSeconds, w.Busy.Seconds())
+		gauge(c.warmPending, float64(w.PendingBytes))
+		for _, reason := range []string{"cache full", "disk slow", "compacting"} {
+			counter(c.warmStoodDown, float64(w.StoodDown[reason]), reason)
+		}
+		gauge(c.warmHotSetSeconds, w.HotSetWarmedIn.Seconds())
 	}
 	if !s.Closed {
 		st := s.Storage

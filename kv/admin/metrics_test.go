@@ -204,3 +204,32 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 		panic("unreachable")
 	}
 }
+
+// TestMetrics_Warming: the warmer's figures, as Stats has them, between
+// two snapshots taken around the scrape; a store with warming off has
+// none.
+func TestMetrics_Warming(t *testing.T) {
+	db, err := kv.Open("", &kv.Options{InMemory: true, RowCacheSize: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	writeTables(t, db, "w", 2000)
+	h := Handler(db)
+
+	before := db.Stats().Warm
+	fams := scrape(t, h)
+	after := db.Stats().Warm
+	require.True(t, before.Enabled)
+	keys := value(t, fams, "coopkv_warm_keys_total", dto.MetricType_COUNTER)
+	assert.GreaterOrEqual(t, keys, float64(before.Keys))
+	assert.LessOrEqual(t, keys, float64(after.Keys))
+	assert.Positive(t, after.SpansQueued, "the flushes' tables were queued")
+	for _, name := range []string{"coopkv_warm_block_bytes_total", "coopkv_warm_step_seconds_total"} {
+		assert.GreaterOrEqual(t, value(t, fams, name, dto.MetricType_COUNTER), 0.0, name)
+	}
+	assert.Len(t, fams["coopkv_warm_stood_down_total"].GetMetric(), 3, "one per reason")
+
+	off, err := kv.Open("", &kv.Options{InMemory: true, NoWarm: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, off.Close()) })
+	assert.NotContains(t, scrape(t, Handler(off)), "coopkv_warm_keys_total")
+}
