@@ -81,14 +81,14 @@ type warmHooks struct {
 
 // warmCounters are the warmer's figures (Stats.Warm).
 type warmCounters struct {
-	spansAdded, spansWarmed        atomic.Int64
-	keys, blockBytes, blocksCached atomic.Int64
-	runs                           atomic.Int64
-	hotListed, hotQueued           atomic.Int64
-	restoreTook                    atomic.Int64 // time.Duration; 0 until done
-	busy                           atomic.Int64 // time.Duration in steps
-	stoodDown                      [4]atomic.Int64
-	lastVerdict                    atomic.Int64 // warmVerdict
+	spansAdded, spansWarmed atomic.Int64
+	keys, blockBytes        atomic.Int64
+	runs                    atomic.Int64
+	hotListed, hotQueued    atomic.Int64
+	restoreTook             atomic.Int64 // time.Duration; 0 until done
+	busy                    atomic.Int64 // time.Duration in steps
+	stoodDown               [4]atomic.Int64
+	lastVerdict             atomic.Int64 // warmVerdict
 }
 
 // newWarmer takes a reference to cache, which its Close drops: the warmer

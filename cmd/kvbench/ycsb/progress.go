@@ -29,6 +29,12 @@ func progress(errOut io.Writer, ps *phaseStats) {
 	if c := ps.Caches; c != nil {
 		fmt.Fprintf(errOut, "; row cache %.0f%% of %d lookups hit, block cache %.0f%% of %d",
 			100*c.RowCacheHitRate, c.RowCacheHits+c.RowCacheMisses, 100*c.BlockCacheHitRate, c.BlockCacheHits+c.BlockCacheMisses)
+		if c.WarmKeys > 0 || c.HotSetWarmedIn > 0 {
+			fmt.Fprintf(errOut, ", warming read %d keys (%s of blocks)", c.WarmKeys, mib(c.WarmBlockBytes))
+			if c.HotSetWarmedIn > 0 {
+				fmt.Fprintf(errOut, ", the hot set warm %.2f s after open", c.HotSetWarmedIn)
+			}
+		}
 	}
 	m := &ps.Memory
 	fmt.Fprintf(errOut, "; peak RSS %s (%s; %s at the start), Go heap %s at the end",

@@ -189,6 +189,13 @@ type cacheStats struct {
 	BlockCacheHits    int64   `json:"block_cache_hits"`
 	BlockCacheMisses  int64   `json:"block_cache_misses"`
 	BlockCacheHitRate float64 `json:"block_cache_hit_rate"`
+	// WarmKeys and WarmBlockBytes are what the store's warmer read into
+	// its block cache during the phase; HotSetWarmedIn is how long after
+	// the store opened its saved hot set was warm, 0 until then (the
+	// store's figure at the phase's end, seconds).
+	WarmKeys       int64   `json:"warm_keys"`
+	WarmBlockBytes int64   `json:"warm_block_bytes"`
+	HotSetWarmedIn float64 `json:"hot_set_warmed_in_sec"`
 }
 
 // kvStore is a binding with a coopkv store underneath (coopkvdb.DB).
@@ -201,6 +208,9 @@ func cacheDelta(before, after kv.Stats) *cacheStats {
 		RowCacheMisses:   after.RowCache.Misses - before.RowCache.Misses,
 		BlockCacheHits:   after.Storage.BlockCacheHits - before.Storage.BlockCacheHits,
 		BlockCacheMisses: after.Storage.BlockCacheMisses - before.Storage.BlockCacheMisses,
+		WarmKeys:         after.Warm.Keys - before.Warm.Keys,
+		WarmBlockBytes:   after.Warm.BlockBytes - before.Warm.BlockBytes,
+		HotSetWarmedIn:   after.Warm.HotSetWarmedIn.Seconds(),
 	}
 	c.RowCacheHitRate = hitRate(c.RowCacheHits, c.RowCacheMisses)
 	c.BlockCacheHitRate = hitRate(c.BlockCacheHits, c.BlockCacheMisses)
