@@ -37,6 +37,26 @@ func TestWarmPolicy(t *testing.T) {
 	}
 }
 
+func TestWarmRest(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name               string
+		others, span, took time.Duration
+		procs              int
+		want               time.Duration
+	}{
+		{"an idle process: back to back", 0, 10 * ms, ms, 2, 0},
+		{"half the CPU of two: not yet busy", 10 * ms, 10 * ms, ms, 2, 0},
+		{"past half: nine steps' rest", 11 * ms, 10 * ms, ms, 2, 9 * ms},
+		{"one CPU, past half", 6 * ms, 10 * ms, 2 * ms, 1, 18 * ms},
+		{"a short step rests 1 ms", 20 * ms, 10 * ms, 10 * time.Microsecond, 2, ms},
+		{"a long one at most 50 ms", 20 * ms, 10 * ms, 20 * ms, 2, 50 * ms},
+		{"no window yet", 20 * ms, 0, ms, 2, 0},
+	} {
+		assert.Equal(t, c.want, warmRest(c.others, c.span, c.took, c.procs), c.name)
+	}
+}
+
 func TestWarmSpans(t *testing.T) {
 	show := func(w *warmSpans) []string {
 		var out []string
@@ -238,7 +258,8 @@ func TestWarm_YieldsToAGet(t *testing.T) {
 		waitTurn(t, db, ended, warmGo)
 		assert.Positive(t, atGet)
 		assert.LessOrEqual(t, atGet, int64(2*warmCheckEvery), "the warmer yielded at its next check")
-		assert.EqualValues(t, 4000, db.Stats().Warm.Keys, "and went on after the Get")
+		st := db.Stats().Warm
+		assert.EqualValues(t, 4000, st.Keys, "and went on after the Get")
 	})
 }
 

@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"slices"
+	"time"
 )
 
 // Warming the block cache: the rules, apart from the goroutines.
@@ -79,6 +80,27 @@ func (p warmPolicy) decide(s warmState, batch int64) warmVerdict {
 		return warmCompacting
 	}
 	return warmGo
+}
+
+const (
+	// warmDuty is how many times its step's length the warmer waits after
+	// a step while the CPU was busy, and warmMaxRest the longest wait.
+	warmDuty    = 9
+	warmMaxRest = 50 * time.Millisecond
+	// warmBusy is the share of the CPU (of GOMAXPROCS) the rest of the
+	// process must leave free for the warmer to run back to back.
+	warmBusy = 0.5
+)
+
+// warmRest is how long the warmer waits before its next step, 0 for not
+// at all, after a step of took in a window of span during which the rest
+// of the process used others of CPU time, on procs CPUs: nine times the
+// step (1 ms to 50 ms) when the others used more than half the CPU.
+func warmRest(others, span, took time.Duration, procs int) time.Duration {
+	if span <= 0 || float64(others) <= warmBusy*float64(span)*float64(max(procs, 1)) {
+		return 0
+	}
+	return min(max(warmDuty*took, time.Millisecond), warmMaxRest)
 }
 
 // warmSpan is a span of user keys to warm, both ends included, and the

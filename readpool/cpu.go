@@ -83,6 +83,12 @@ func (m *cpuMeter) use() float64 {
 // reset forgets the last reading: the next use starts a new window.
 func (m *cpuMeter) reset() { m.wall = 0 }
 
+// ProcessCPU is the process's CPU time, user and system, from getrusage:
+// the kernel sums its threads' run time, to the microsecond. The pool's CPU
+// controller reads it, and so does background work that runs only while
+// the CPU has room (kv's cache warming).
+func ProcessCPU() time.Duration { return processCPU() }
+
 // processCPU is the process's CPU time, from getrusage: the kernel sums
 // its threads' run time, to the microsecond.
 func processCPU() time.Duration {
