@@ -31,6 +31,7 @@ type config struct {
 	// the measured stores (cmd/internal/slowdisk); 0 = none.
 	diskLatency time.Duration
 	sync        bool   // fsync every write of the measured phases (never the load's)
+	noWarm      bool   // kv.Options.NoWarm: the caches do not warm themselves
 	admin       string // "" = no admin endpoint; validate makes it HOST:PORT (see adminAddr)
 
 	// workload is the --workload of old, hidden: it names the workload a
@@ -78,6 +79,8 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 		"(0 = kv's default: a quarter of the memory the process may use, within 64 MiB and 8 GiB); "+
 		"below the data's size, reads miss it and go to the disk (see --disk-latency)")
 	fs.DurationVar(&c.diskLatency, "disk-latency", 0, diskLatencyHelp)
+	fs.BoolVar(&c.noWarm, "no-warm", false, "turn the caches' warming off (kv.Options.NoWarm): by default the stores warm their block cache "+
+		"in the background with the CPU the process leaves, the load's tables and, after each reopen, the hot set the load's store saved")
 	fs.BoolVar(&c.sync, "sync", false, "fsync every write of the measured phases (default off: writes are not synced, "+
 		"as in the YCSB comparison; a crash may lose the last writes). The load is never synced: it is flushed at its end")
 	fs.StringSliceVar(&c.Schedulers, "schedulers", slices.Clone(defaultSchedulers),

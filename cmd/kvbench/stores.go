@@ -80,6 +80,7 @@ func (st *stores) options(scheduler string, load bool) *kv.Options {
 		CacheSize:    cfg.cacheSize,
 		RowCacheSize: rowCache,
 		NoSync:       !cfg.sync || load,
+		NoWarm:       cfg.noWarm,
 		Logger:       slog.New(slog.NewTextHandler(st.log, &slog.HandlerOptions{Level: slog.LevelError})),
 	}
 	if cfg.diskLatency > 0 && !load {
