@@ -253,3 +253,44 @@ func BenchmarkLoadRun(b *testing.B) {
 		}
 	})
 }
+
+// TestStoreRun: the plain copy and the atomic word stores leave the same
+// words, the last one padded with zeros over whatever the chunk held.
+func TestStoreRun(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 9, 63, 64, chunkWords * 8} {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(i + 1)
+		}
+		plain, words := make([]uint64, chunkWords), make([]uint64, chunkWords)
+		for i := range plain {
+			plain[i], words[i] = ^uint64(0), ^uint64(0) // a chunk's last life
+		}
+		storeRun(unsafe.Pointer(&plain[0]), src)
+		storeRunWords(unsafe.Pointer(&words[0]), src)
+		assert.Equal(t, words, plain, "%d bytes", n)
+		if n%8 != 0 {
+			assert.Equal(t, tailWord(src[n&^7:]), words[(n-1)/8], "%d bytes: the last word padded", n)
+		} else {
+			assert.Equal(t, binary.LittleEndian.Uint64(src[n-8:]), words[(n-1)/8], "%d bytes", n)
+		}
+		if w := (n + 7) / 8; w < chunkWords {
+			assert.Equal(t, ^uint64(0), plain[w], "%d bytes: nothing past the run", n)
+		}
+	}
+}
+
+func BenchmarkArena_Put(b *testing.B) {
+	a, err := New(1 << 20)
+	require.NoError(b, err)
+	defer a.Close()
+	key, val := []byte("user6284781860667377211"), make([]byte, 1130)
+	b.SetBytes(int64(len(val)))
+	for b.Loop() {
+		r, _, ok := a.Put(key, val)
+		if !ok {
+			b.Fatal("full")
+		}
+		a.Free(r)
+	}
+}
