@@ -57,6 +57,33 @@ func TestWarmRest(t *testing.T) {
 	}
 }
 
+func TestWarmDense(t *testing.T) {
+	assert.True(t, warmDense(100, 100), "a table alone in its span")
+	assert.True(t, warmDense(25, 100), "a quarter of it")
+	assert.False(t, warmDense(24, 100), "less")
+	assert.False(t, warmDense(64<<20, 1100<<20), "a flush of hashed keys over a 1.1 GB store")
+	assert.True(t, warmDense(0, 0), "an empty span costs nothing")
+}
+
+// TestWarm_SparseFlushLeftCold: a flush of a few keys spread over a store
+// already warm writes a table whose span is the whole store; the warmer
+// leaves it cold rather than read the store again.
+func TestWarm_SparseFlushLeftCold(t *testing.T) {
+	db, ended := warmOpen(t, Options{RowCacheSize: -1, CacheSize: 256 << 20})
+	writeKeys(t, db, 3000, 100)
+	require.NoError(t, db.Flush())
+	waitTurn(t, db, ended, warmGo)
+	require.EqualValues(t, 3000, db.Stats().Warm.Keys)
+
+	require.NoError(t, db.Set([]byte("k000000"), []byte("new")))
+	require.NoError(t, db.Set([]byte("k002999"), []byte("new")))
+	require.NoError(t, db.Flush())
+	waitTurn(t, db, ended, warmGo)
+	st := db.Stats().Warm
+	assert.EqualValues(t, 1, st.SpansSparse)
+	assert.EqualValues(t, 3000, st.Keys, "the store was not read again")
+}
+
 func TestWarmSpans(t *testing.T) {
 	show := func(w *warmSpans) []string {
 		var out []string

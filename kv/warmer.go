@@ -82,14 +82,14 @@ type warmHooks struct {
 
 // warmCounters are the warmer's figures (Stats.Warm).
 type warmCounters struct {
-	spansAdded, spansWarmed atomic.Int64
-	keys, blockBytes        atomic.Int64
-	runs, rests             atomic.Int64
-	hotListed, hotQueued    atomic.Int64
-	restoreTook             atomic.Int64 // time.Duration; 0 until done
-	busy                    atomic.Int64 // time.Duration in steps
-	stoodDown               [4]atomic.Int64
-	lastVerdict             atomic.Int64 // warmVerdict
+	spansAdded, spansWarmed, spansSparse atomic.Int64
+	keys, blockBytes                     atomic.Int64
+	runs, rests                          atomic.Int64
+	hotListed, hotQueued                 atomic.Int64
+	restoreTook                          atomic.Int64 // time.Duration; 0 until done
+	busy                                 atomic.Int64 // time.Duration in steps
+	stoodDown                            [4]atomic.Int64
+	lastVerdict                          atomic.Int64 // warmVerdict
 }
 
 // newWarmer takes a reference to cache, which its Close drops: the warmer
@@ -363,6 +363,10 @@ func (t *warmTask) step(sc *readpool.StepContext) readpool.Status {
 			if !ok {
 				return readpool.Ready
 			}
+			if all, err := t.db.pdb.EstimateDiskUsage(s.lo, s.hi); err == nil && !warmDense(uint64(s.bytes), all) {
+				t.w.stats.spansSparse.Add(1)
+				continue
+			}
 			it, err := t.db.pdb.NewIter(&pebble.IterOptions{
 				LowerBound: s.lo, UpperBound: append(slices.Clip(s.hi), 0), // hi included
 				KeyTypes: pebble.IterKeyTypePointsOnly,
@@ -432,8 +436,12 @@ type WarmStats struct {
 	// compaction wrote, or one the hot set named; PendingSpans and
 	// PendingBytes are those left (overlapping spans merged), and the
 	// bytes of the tables they came from.
-	SpansQueued  int64 `json:"spans_queued"`
-	SpansWarmed  int64 `json:"spans_warmed"`
+	SpansQueued int64 `json:"spans_queued"`
+	SpansWarmed int64 `json:"spans_warmed"`
+	// SpansSparse counts the spans left cold because their tables were
+	// less than a quarter of the bytes a scan of them would read: a flush
+	// of keys spread over the whole key space.
+	SpansSparse  int64 `json:"spans_sparse"`
 	PendingSpans int   `json:"pending_spans"`
 	PendingBytes int64 `json:"pending_bytes"`
 	// Keys counts the keys warming read, and BlockBytes the bytes of the
@@ -462,7 +470,7 @@ type WarmStats struct {
 func (w *warmer) statsNow() WarmStats {
 	c := &w.stats
 	s := WarmStats{
-		Enabled: true, SpansQueued: c.spansAdded.Load(), SpansWarmed: c.spansWarmed.Load(),
+		Enabled: true, SpansQueued: c.spansAdded.Load(), SpansWarmed: c.spansWarmed.Load(), SpansSparse: c.spansSparse.Load(),
 		Keys: c.keys.Load(), BlockBytes: c.blockBytes.Load(), Runs: c.runs.Load(), Rests: c.rests.Load(), Busy: time.Duration(c.busy.Load()),
 		Last:         warmVerdict(c.lastVerdict.Load()).String(),
 		HotSetTables: c.hotListed.Load(), HotSetQueued: c.hotQueued.Load(), HotSetWarmedIn: time.Duration(c.restoreTook.Load()),

@@ -103,6 +103,22 @@ func warmRest(others, span, took time.Duration, procs int) time.Duration {
 	return min(max(warmDuty*took, time.Millisecond), warmMaxRest)
 }
 
+// warmDensity: a span is warmed only if the tables it came from are at
+// least 1/warmDensity of the bytes of every table it overlaps (warmDense).
+const warmDensity = 4
+
+// warmDense reports whether a span worth warming: its tables' bytes
+// against the bytes of all the tables a scan of it reads. The warmer reads
+// a span through an iterator, which reads every level's blocks in it, not
+// only the new table's; a flush of keys spread over the whole key space
+// (hashed keys, as YCSB's) writes a table whose span is the whole store,
+// and warming it read the store again for a few MiB of new blocks — in
+// YCSB's C and D after A's flushes, a quarter of a million keys a phase
+// already cached.
+func warmDense(tables, overlapped uint64) bool {
+	return tables*warmDensity >= overlapped
+}
+
 // warmSpan is a span of user keys to warm, both ends included, and the
 // bytes of the tables it came from.
 type warmSpan struct {
