@@ -40,20 +40,19 @@ func TestWarmPolicy(t *testing.T) {
 func TestWarmRest(t *testing.T) {
 	ms := time.Millisecond
 	for _, c := range []struct {
-		name               string
-		others, span, took time.Duration
-		procs              int
-		want               time.Duration
+		name         string
+		others, span time.Duration
+		procs        int
+		want         time.Duration
 	}{
-		{"an idle process: back to back", 0, 10 * ms, ms, 2, 0},
-		{"half the CPU of two: not yet busy", 10 * ms, 10 * ms, ms, 2, 0},
-		{"past half: nine steps' rest", 11 * ms, 10 * ms, ms, 2, 9 * ms},
-		{"one CPU, past half", 6 * ms, 10 * ms, 2 * ms, 1, 18 * ms},
-		{"a short step rests 1 ms", 20 * ms, 10 * ms, 10 * time.Microsecond, 2, ms},
-		{"a long one at most 50 ms", 20 * ms, 10 * ms, 20 * ms, 2, 50 * ms},
-		{"no window yet", 20 * ms, 0, ms, 2, 0},
+		{"an idle process: back to back", 0, 10 * ms, 2, 0},
+		{"half the CPU of two: not yet busy", 10 * ms, 10 * ms, 2, 0},
+		{"past half: a rest", 11 * ms, 10 * ms, 2, warmRestBusy},
+		{"one CPU, past half", 6 * ms, 10 * ms, 1, warmRestBusy},
+		{"one CPU, below half", 4 * ms, 10 * ms, 1, 0},
+		{"no window yet", 20 * ms, 0, 2, 0},
 	} {
-		assert.Equal(t, c.want, warmRest(c.others, c.span, c.took, c.procs), c.name)
+		assert.Equal(t, c.want, warmRest(c.others, c.span, c.procs), c.name)
 	}
 }
 

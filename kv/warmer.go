@@ -290,12 +290,12 @@ func (w *warmer) ended(v warmVerdict) {
 // beside the warmer, shares the CPU with it as an equal, and so do the
 // writers and Pebble's compactions. So the warmer takes only the CPU the
 // process leaves: after a step during which the rest of the process used
-// more than half of the CPU (warmBusy), it waits nine times that step
-// (warmDuty), so it takes at most a tenth of one. Warming competes with
-// the reads it would spare for the same CPU: at full speed beside a YCSB
-// load it cost the load about a tenth of its records/s, and beside YCSB C
-// after a restart it slowed the first 5 s, where the reads' own misses
-// fill the cache with the hot blocks first. Idle, it runs back to back.
+// more than half of the CPU (warmBusy), it waits warmRestBusy (warmRest).
+// Warming competes with the reads it would spare for the same CPU: at full
+// speed beside a YCSB load it cost the load about a tenth of its
+// records/s, and beside YCSB C after a restart it slowed the first 5 s,
+// where the reads' own misses fill the cache with the hot blocks first.
+// Idle, it runs back to back.
 type warmTask struct {
 	w    *warmer
 	db   *DB
@@ -318,7 +318,7 @@ type warmTask struct {
 // after a step of took (warmRest); it arms the wake.
 func (t *warmTask) resting(sc *readpool.StepContext, took time.Duration) bool {
 	cpu, wall := readpool.ProcessCPU(), time.Now()
-	d := warmRest(cpu-t.cpu-took, wall.Sub(t.wall), took, runtime.GOMAXPROCS(0))
+	d := warmRest(cpu-t.cpu-took, wall.Sub(t.wall), runtime.GOMAXPROCS(0))
 	t.cpu, t.wall = cpu, wall
 	if d == 0 {
 		return false
