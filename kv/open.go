@@ -77,7 +77,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	// the first flush of Open on; it warms them once the pool runs.
 	var warm *warmer
 	if !o.NoWarm && o.Scheduler != SchedulerDirect {
-		warm = newWarmer(cache, o.CacheSize, memTables*int64(po.MemTableSize), reads, o.warmHooks)
+		warm = newWarmer(cache, memTables*int64(po.MemTableSize), reads, o.warmHooks)
 		warm.listen(events)
 		closers = append(closers, warm)
 	}

@@ -41,7 +41,6 @@ const (
 type warmer struct {
 	policy   warmPolicy
 	cache    *pebble.Cache
-	capacity int64
 	reserved int64 // every memtable Pebble may keep (memTables × MemTableSize)
 	reads    *diskReads
 
@@ -94,14 +93,14 @@ type warmCounters struct {
 
 // newWarmer takes a reference to cache, which its Close drops: the warmer
 // looks at the cache's size until Pebble has closed.
-func newWarmer(cache *pebble.Cache, capacity, reserved int64, reads *diskReads, hooks *warmHooks) *warmer {
+func newWarmer(cache *pebble.Cache, reserved int64, reads *diskReads, hooks *warmHooks) *warmer {
 	cache.Ref()
 	var h warmHooks
 	if hooks != nil {
 		h = *hooks
 	}
 	w := &warmer{hooks: h,
-		policy: newWarmPolicy(capacity), cache: cache, capacity: capacity, reserved: reserved, reads: reads,
+		policy: newWarmPolicy(cache.MaxSize()), cache: cache, reserved: reserved, reads: reads,
 		spans: warmSpans{limit: warmSpanLimit},
 	}
 	w.later = time.AfterFunc(time.Hour, w.kick)
@@ -168,7 +167,7 @@ func (w *warmer) queueTables(tables []pebble.TableInfo) {
 // state is what the policy decides from, now.
 func (w *warmer) state() warmState {
 	return warmState{
-		capacity: w.capacity, used: w.cache.Size(), reserved: w.reserved,
+		capacity: w.cache.MaxSize(), used: w.cache.Size(), reserved: w.reserved,
 		diskSlow: w.reads.slow(), compacting: int(w.compacting.Load()),
 	}
 }
@@ -291,11 +290,9 @@ func (w *warmer) ended(v warmVerdict) {
 // writers and Pebble's compactions. So the warmer takes only the CPU the
 // process leaves: after a step during which the rest of the process used
 // more than half of the CPU (warmBusy), it waits warmRestBusy (warmRest).
-// Warming competes with the reads it would spare for the same CPU: at full
-// speed beside a YCSB load it cost the load about a tenth of its
-// records/s, and beside YCSB C after a restart it slowed the first 5 s,
-// where the reads' own misses fill the cache with the hot blocks first.
-// Idle, it runs back to back.
+// Warming competes for that CPU with the reads it would spare, whose own
+// misses fill the cache with the hot blocks first. Idle, it runs back to
+// back.
 type warmTask struct {
 	w    *warmer
 	db   *DB

@@ -97,12 +97,8 @@ const (
 // others used more than half the CPU.
 //
 // Warming takes the CPU of the reads and writes it would spare, so it
-// runs only on a CPU they leave. Measured with YCSB at 1,000,000 records
-// on 2 CPUs that the benchmark keeps busy, a warmer that took a tenth of a
-// CPU there still cost the load 0.77–0.95× its records/s and B and C, run
-// after A, 0.83× and 0.87×, for block-cache hit rates within a point of
-// a store without it; at full speed it won C right after the load 1.56×
-// and lost the load's records/s.
+// runs only on a CPU they leave (the measurements behind this are in
+// cmd/kvbench/ycsb's README).
 func warmRest(others, span time.Duration, procs int) time.Duration {
 	if span <= 0 || float64(others) <= warmBusy*float64(span)*float64(max(procs, 1)) {
 		return 0
@@ -119,9 +115,7 @@ const warmDensity = 4
 // a span through an iterator, which reads every level's blocks in it, not
 // only the new table's; a flush of keys spread over the whole key space
 // (hashed keys, as YCSB's) writes a table whose span is the whole store,
-// and warming it read the store again for a few MiB of new blocks — in
-// YCSB's C and D after A's flushes, a quarter of a million keys a phase
-// already cached.
+// and warming it would read the whole store again for a few new blocks.
 func warmDense(tables, overlapped uint64) bool {
 	return tables*warmDensity >= overlapped
 }

@@ -78,7 +78,7 @@ func (db *DB) loadHotSet() {
 		}
 	}
 	w := db.warm
-	room := w.capacity - w.reserved - w.policy.headroom - w.cache.Size()
+	room := w.cache.MaxSize() - w.reserved - w.policy.headroom - w.cache.Size()
 	var queue []pebble.TableInfo
 	var stale int
 	for _, h := range saved {

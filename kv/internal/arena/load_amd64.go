@@ -18,8 +18,7 @@ func loadRun(p unsafe.Pointer, b []byte) {
 // padded with zeros. On amd64 (total store order) stores are not
 // reordered with later stores, so a plain copy is ordered before the
 // entry's publication (its Ref, handed out after Put) as the word stores
-// were, without the full fence each atomic store costs there (YCSB C at
-// 1,000,000 records: the word stores were half of the row cache's put).
+// were, without the full fence each atomic store costs there.
 // A reader that still holds a Ref of the chunk's last life may read the
 // words as they change; its second look at the generation, which Free
 // moved before the chunk was reused, throws that read away.
