@@ -262,20 +262,28 @@ func (s *Scheduler) uncount(e *readpool.Entry, g *Group) {
 				break
 			}
 		}
-		if len(s.active) == 0 {
+		if len(s.active) == 0 && g != s.m.bg {
 			s.floor = max(s.floor, g.vtime.Load())
 		}
 	}
 }
 
+// The Background group is left out here and from the floor: its share is a
+// ten-thousandth of a tenant's, so its virtual time runs far ahead of
+// theirs, and a tenant back from idleness beside it alone would start
+// there, behind every tenant that stayed active.
 func (s *Scheduler) minActiveVTime() (uint64, bool) {
 	var minV uint64
-	for i, a := range s.active {
-		if v := a.vtime.Load(); i == 0 || v < minV {
-			minV = v
+	ok := false
+	for _, a := range s.active {
+		if a == s.m.bg {
+			continue
+		}
+		if v := a.vtime.Load(); !ok || v < minV {
+			minV, ok = v, true
 		}
 	}
-	return minV, len(s.active) > 0
+	return minV, ok
 }
 
 // refill adds the tokens earned since the last refill, up to one second's

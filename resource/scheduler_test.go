@@ -592,3 +592,28 @@ func TestScheduler_ThrottledCountsOnlyTheWaitTaken(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduler_BackgroundSetsNoTenantsVirtualTime: a tenant back from
+// idleness while only the Background group runs starts where the tenants
+// are, not at the Background group's virtual time, which its tiny share
+// sends far ahead; nor does the pool emptying after it raise the floor.
+func TestScheduler_BackgroundSetsNoTenantsVirtualTime(t *testing.T) {
+	m, s := newScheduler(t, GroupConfig{Name: "a", Burstable: true}, GroupConfig{Name: "b", Burstable: true})
+	a, b, bg := m.Resolve("a"), m.Resolve("b"), m.Background()
+
+	s.Push(entry(a), 0)
+	charge(s, popAll(s, 0)[0], 10*time.Millisecond, 0) // a: 10 ms of work
+	aTime := a.vtime.Load()
+	require.Positive(t, aTime)
+
+	w := entry(bg)
+	w.Priority = uint64(PriorityLow)
+	s.Push(w, time.Second)
+	charge(s, popAll(s, time.Second)[0], 10*time.Millisecond, time.Second)
+	require.Greater(t, bg.vtime.Load(), 1000*aTime, "the same work moves the background far ahead")
+	assert.LessOrEqual(t, s.floor, aTime, "the background leaves the floor where the tenants left it")
+
+	s.Push(w, 2*time.Second) // the background runs again, alone
+	s.Push(entry(b), 2*time.Second)
+	assert.LessOrEqual(t, b.vtime.Load(), aTime, "b starts where the tenants are")
+}
