@@ -98,7 +98,7 @@ func childArgs(cfg *config, name, jsonPath string) []string {
 		args = append(args, "--dir="+cfg.dir)
 	}
 	if cfg.cpuProfile != "" {
-		args = append(args, "--cpuprofile="+cfg.cpuProfile+"."+name)
+		args = append(args, "--cpuprofile="+cfg.cpuProfile+"."+name, "--cpuprofile-phase="+cfg.profilePhase)
 	}
 	for _, p := range cfg.props {
 		args = append(args, "--prop="+p)

@@ -97,10 +97,10 @@ func TestWriteDelta(t *testing.T) {
 
 func TestChildArgs(t *testing.T) {
 	cfg := &config{workloads: []string{"a", "e"}, records: 10, operations: 20, threads: 3, fieldCount: 4, fieldLen: 5,
-		dir: "/d", cpuProfile: "/cpu", props: []string{"coopkv.rowcache=-1", "x=y"}, reopen: true, timeline: true}
+		dir: "/d", cpuProfile: "/cpu", profilePhase: "c", props: []string{"coopkv.rowcache=-1", "x=y"}, reopen: true, timeline: true}
 	assert.Equal(t, []string{"--child", "--stores=bbolt", "--workloads=a,e", "--records=10", "--operations=20", "--threads=3",
 		"--field-count=4", "--field-length=5", "--json=/r.json", "--reopen=true", "--timeline=true", "--dir=/d", "--cpuprofile=/cpu.bbolt",
-		"--prop=coopkv.rowcache=-1", "--prop=x=y"}, childArgs(cfg, "bbolt", "/r.json"))
+		"--cpuprofile-phase=c", "--prop=coopkv.rowcache=-1", "--prop=x=y"}, childArgs(cfg, "bbolt", "/r.json"))
 
 	// The child gets --timeline as the parent resolved it: off with
 	// --reopen when the user said so.

@@ -18,6 +18,9 @@ func progress(errOut io.Writer, ps *phaseStats) {
 	}
 	if ps.Errors > 0 {
 		fmt.Fprintf(errOut, ", %d ERRORS", ps.Errors)
+		if ps.FirstError != "" {
+			fmt.Fprintf(errOut, " (the first: %s)", ps.FirstError)
+		}
 	}
 	if r := ps.TxnRetries; r != nil && *r > 0 {
 		fmt.Fprintf(errOut, ", %d transactions run again", *r)

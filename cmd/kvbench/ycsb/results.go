@@ -140,9 +140,12 @@ type phaseStats struct {
 	// every store. On a shared machine it moves less than throughput
 	// does, as time lost to other tenants' work is not counted; 0 where
 	// the process's CPU time cannot be read.
-	CPUPerOp float64   `json:"cpu_us_per_op"`
-	Errors   int64     `json:"errors"` // operations that failed (go-ycsb's *_ERROR)
-	Ops      []opStats `json:"ops"`
+	CPUPerOp float64 `json:"cpu_us_per_op"`
+	Errors   int64   `json:"errors"` // operations that failed (go-ycsb's *_ERROR)
+	// FirstError is the error of the phase's first failed call ("" when
+	// none failed).
+	FirstError string    `json:"first_error,omitempty"`
+	Ops        []opStats `json:"ops"`
 	// Memory is the process's memory during the phase.
 	Memory memStats `json:"memory"`
 	// Caches and Writes are a coopkv store's cache lookups and writes over

@@ -28,6 +28,9 @@ type config struct {
 	// so that its peak resident set is its own.
 	isolate    bool
 	cpuProfile string // "" = none; with isolate, each child writes cpuProfile.<store>
+	// profilePhase limits cpuProfile to one phase ("load" or a workload);
+	// "" profiles the whole run.
+	profilePhase string
 	// reopen closes each store after its load and opens it again on its
 	// directory before each workload (reopen.go): the restart mode.
 	reopen bool
@@ -87,7 +90,7 @@ to stdout; progress to stderr.`,
 			}
 			// Under --isolate the parent only waits: the children profile
 			// the stores (childArgs).
-			if cfg.cpuProfile != "" && !cfg.isolate {
+			if cfg.cpuProfile != "" && !cfg.isolate && cfg.profilePhase == "" {
 				f, err := os.Create(cfg.cpuProfile)
 				if err != nil {
 					return err
@@ -103,6 +106,7 @@ to stdout; progress to stderr.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (loads included) to `FILE`, for go tool pprof; with --isolate, one per store to FILE.<store>")
+	f.StringVar(&cfg.profilePhase, "cpuprofile-phase", "", "with --cpuprofile, profile only this phase (load, or a workload: a … f) of each store, so that a workload's profile leaves the load out")
 	f.StringVar(&stores, "stores", "coopkv-mlfq,badger-v4,bbolt,pebble,badger,bolt", "stores to run, comma-separated: "+strings.Join(storeNames(), ", "))
 	f.StringVar(&workloads, "workloads", "a,b,c,d,e,f", "YCSB core workloads to run, comma-separated (they run in the order a,b,c,f,d,e)")
 	f.Int64Var(&cfg.records, "records", 100_000, "records loaded into each store (recordcount)")

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -151,7 +152,9 @@ func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (
 	}()
 
 	fmt.Fprintf(errOut, "[%s] load: %d records …\n", name, cfg.records)
-	ps, err := runPhase(ctx, p, db, name, loadPhase, cfg.records, cfg.timeline)
+	ps, err := profiled(cfg, loadPhase, func() (phaseStats, error) {
+		return runPhase(ctx, p, db, name, loadPhase, cfg.records, cfg.timeline)
+	})
 	if err != nil {
 		return info, phases, err
 	}
@@ -170,7 +173,9 @@ func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (
 			reopenProgress(errOut, name, w, re)
 		}
 		fmt.Fprintf(errOut, "[%s] workload %s: %d operations …\n", name, w, cfg.operations)
-		ps, err := runPhase(ctx, wp, db, name, w, cfg.operations, cfg.timeline)
+		ps, err := profiled(cfg, w, func() (phaseStats, error) {
+			return runPhase(ctx, wp, db, name, w, cfg.operations, cfg.timeline)
+		})
 		if err != nil {
 			return info, phases, err
 		}
@@ -179,6 +184,25 @@ func runStore(ctx context.Context, cfg *config, name string, errOut io.Writer) (
 		phases = append(phases, ps)
 	}
 	return info, phases, nil
+}
+
+// profiled runs phase, under a CPU profile to cfg.cpuProfile when
+// --cpuprofile-phase names it. A second store in the same process
+// (--isolate=false) overwrites the first's profile.
+func profiled(cfg *config, name string, phase func() (phaseStats, error)) (phaseStats, error) {
+	if cfg.cpuProfile == "" || cfg.profilePhase != name {
+		return phase()
+	}
+	f, err := os.Create(cfg.cpuProfile)
+	if err != nil {
+		return phaseStats{}, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return phaseStats{}, errors.Join(err, f.Close())
+	}
+	ps, err := phase()
+	pprof.StopCPUProfile()
+	return ps, errors.Join(err, f.Close())
 }
 
 // runPhase runs one phase with go-ycsb's client (load when p's
@@ -204,7 +228,10 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 	if timeline {
 		wl = countingWorkload{Workload: wl, done: &done}
 	}
-	c := client.NewClient(p, wl, client.DbWrapper{DB: db})
+	// The runner sets no batch size, so the recorder need not pass
+	// go-ycsb's batch interface on.
+	rec := &errorRecorder{DB: db}
+	c := client.NewClient(p, wl, client.DbWrapper{DB: rec})
 	kdb, isKV := db.(kvStore)
 	var before kv.Stats
 	if isKV {
@@ -263,6 +290,7 @@ func runPhase(ctx context.Context, p *properties.Properties, db ycsb.DB, store, 
 		OpsPerSec:  float64(ops) / elapsed.Seconds(),
 		CPUPerOp:   float64(cpu.Nanoseconds()) / 1e3 / float64(max(ops, 1)),
 		Errors:     errs,
+		FirstError: rec.firstError(),
 		Ops:        ops2,
 		Memory:     memory,
 		Caches:     caches,
