@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -68,19 +69,41 @@ func TestWarmDense(t *testing.T) {
 // already warm writes a table whose span is the whole store; the warmer
 // leaves it cold rather than read the store again.
 func TestWarm_SparseFlushLeftCold(t *testing.T) {
-	db, ended := warmOpen(t, Options{RowCacheSize: -1, CacheSize: 256 << 20})
+	db, _ := warmOpen(t, Options{RowCacheSize: -1, CacheSize: 256 << 20})
 	writeKeys(t, db, 3000, 100)
 	require.NoError(t, db.Flush())
-	waitTurn(t, db, ended, warmGo)
-	require.EqualValues(t, 3000, db.Stats().Warm.Keys)
+	// Down to the bottom level, so that the sparse flush below is the only
+	// table in L0 and starts no compaction: a compaction's output is a
+	// new table of the whole span, which warming reads, rightly.
+	require.NoError(t, db.pdb.Compact(context.Background(), []byte("k"), []byte("l"), false))
+	waitWarm(t, db, func(w WarmStats) bool { return w.Keys >= 3000 })
+	keys := db.Stats().Warm.Keys
 
 	require.NoError(t, db.Set([]byte("k000000"), []byte("new")))
 	require.NoError(t, db.Set([]byte("k002999"), []byte("new")))
 	require.NoError(t, db.Flush())
-	waitTurn(t, db, ended, warmGo)
-	st := db.Stats().Warm
-	assert.EqualValues(t, 1, st.SpansSparse)
-	assert.EqualValues(t, 3000, st.Keys, "the store was not read again")
+	waitWarm(t, db, func(w WarmStats) bool { return w.SpansSparse == 1 })
+	assert.Equal(t, keys, db.Stats().Warm.Keys, "the store was not read again")
+}
+
+func TestCompactedTables_LeavesMovedTablesOut(t *testing.T) {
+	info := pebble.CompactionInfo{
+		Input:  []pebble.LevelInfo{{Level: 5, Tables: []pebble.TableInfo{{FileNum: 7}}}, {Level: 6, Tables: []pebble.TableInfo{{FileNum: 3}}}},
+		Output: pebble.LevelInfo{Level: 6, Tables: []pebble.TableInfo{{FileNum: 7}, {FileNum: 9}}},
+	}
+	got := compactedTables(info)
+	require.Len(t, got, 1, "table 7 moved down as it was: its blocks are cached under its number")
+	assert.EqualValues(t, 9, got[0].FileNum)
+}
+
+// waitWarm waits until warming has nothing queued, no task running, and
+// its figures satisfy ok.
+func waitWarm(t *testing.T, db *DB, ok func(WarmStats) bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		w := db.Stats().Warm
+		return w.PendingSpans == 0 && !w.Running && ok(w)
+	}, 10*time.Second, time.Millisecond, "%+v", db.Stats().Warm)
 }
 
 func TestWarmSpans(t *testing.T) {

@@ -136,10 +136,29 @@ func (w *warmer) listen(el *pebble.EventListener) {
 	el.CompactionEnd = func(info pebble.CompactionInfo) {
 		w.compacting.Add(-1)
 		if info.Err == nil {
-			w.queueTables(info.Output.Tables)
+			w.queueTables(compactedTables(info))
 		}
 		w.later.Reset(warmAfterCompaction)
 	}
+}
+
+// compactedTables is the tables compaction info wrote: its outputs less those that
+// were inputs too. A move compaction hands a table to the next level as it
+// is, under its file number, so its blocks stay cached as they were.
+func compactedTables(info pebble.CompactionInfo) []pebble.TableInfo {
+	var out []pebble.TableInfo
+	for _, t := range info.Output.Tables {
+		moved := false
+		for _, l := range info.Input {
+			for _, in := range l.Tables {
+				moved = moved || in.FileNum == t.FileNum
+			}
+		}
+		if !moved {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // warmAfterCompaction is how long after a compaction's end the warmer
