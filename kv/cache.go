@@ -2,6 +2,7 @@ package kv
 
 import (
 	"hash/maphash"
+	"math/bits"
 	"sync/atomic"
 
 	"github.com/dgraph-io/ristretto/v2"
@@ -52,7 +53,12 @@ type rowCache struct {
 	// before it is served and nothing read while it was in flight is put.
 	ranges atomic.Uint64
 
+	// door keeps out the values of keys that had not missed before.
+	door *doorkeeper
+
 	hits, misses, evictions atomic.Int64
+	// heldBack counts values the doorkeeper kept out.
+	heldBack atomic.Int64
 	// full counts values not cached because the arena had no room: its
 	// policy's cost lags the arena while ristretto's buffers drain.
 	full atomic.Int64
@@ -74,6 +80,8 @@ const (
 	// entryOverhead is what an entry costs on the Go heap beyond its
 	// chunks in the arena: ristretto's stored item and its policy's entry.
 	entryOverhead = 96
+	// minEntryCost is the least an entry costs: a chunk and entryOverhead.
+	minEntryCost = arena.ChunkSize + entryOverhead
 )
 
 // cacheEntry is what ristretto holds for a key: where the arena has its
@@ -108,16 +116,18 @@ func stripesFor(size int64) int {
 func newRowCache(size int64) (*rowCache, error) {
 	n := stripesFor(size)
 	rc := &rowCache{seed: maphash.MakeSeed(), gens: make([]atomic.Uint64, n), mask: uint64(n - 1)}
-	size = max(size-int64(n)*8, 2*arena.ChunkSize)
+	rc.door = newDoorkeeper(size / minEntryCost)
+	// The stripes and the doorkeeper's bits come out of the size.
+	size = max(size-int64(n)*8-rc.door.bytes(), 2*arena.ChunkSize)
 	mem, err := arena.New(size)
 	if err != nil {
 		return nil, err
 	}
 	c, err := ristretto.NewCache(&ristretto.Config[[]byte, cacheEntry]{
-		// Ten counters per entry that fits, at ~224 bytes an entry (a
-		// chunk and the index), at most 4 Mi: ~3 bytes each, allocated at
-		// once, where a cache of 512 MiB of 1 KiB values holds ~370,000.
-		NumCounters:        min(max(size/224*10, 1000), 1<<22),
+		// Ten counters per entry that fits, at most 4 Mi: ~3 bytes each,
+		// allocated at once, where a cache of 512 MiB of 1 KiB values
+		// holds ~370,000.
+		NumCounters:        min(max(size/minEntryCost*10, 1000), 1<<22),
 		MaxCost:            size,
 		BufferItems:        64,
 		IgnoreInternalCost: true, // entries are costed by their real size
@@ -136,9 +146,11 @@ func newRowCache(size int64) (*rowCache, error) {
 	return rc, nil
 }
 
-func (rc *rowCache) stripe(key []byte) *atomic.Uint64 {
-	return &rc.gens[maphash.Bytes(rc.seed, key)&rc.mask]
-}
+func (rc *rowCache) hash(key []byte) uint64 { return maphash.Bytes(rc.seed, key) }
+
+func (rc *rowCache) stripe(key []byte) *atomic.Uint64 { return rc.stripeOf(rc.hash(key)) }
+
+func (rc *rowCache) stripeOf(h uint64) *atomic.Uint64 { return &rc.gens[h&rc.mask] }
 
 // get returns a copy of key's cached value, and the stamp to give put
 // after a miss.
@@ -151,8 +163,11 @@ func (rc *rowCache) get(key []byte) (val []byte, ok bool, st cacheStamp) {
 }
 
 // stamp reads key's words now.
-func (rc *rowCache) stamp(key []byte) cacheStamp {
-	return cacheStamp{gen: rc.stripe(key).Load(), ranges: rc.ranges.Load()}
+func (rc *rowCache) stamp(key []byte) cacheStamp { return rc.stampOf(rc.hash(key)) }
+
+// stampOf reads the words of a key whose hash is h now.
+func (rc *rowCache) stampOf(h uint64) cacheStamp {
+	return cacheStamp{gen: rc.stripeOf(h).Load(), ranges: rc.ranges.Load()}
 }
 
 // lookup is get counting hits only: Get's fast path counts its misses
@@ -171,10 +186,22 @@ func (rc *rowCache) lookup(key []byte) (val []byte, ok bool, st cacheStamp) {
 }
 
 // put caches val, read from Pebble after get returned st, unless a write to
-// the stripe or a range deletion was in flight then or has started since;
-// it says whether it did.
-func (rc *rowCache) put(key, val []byte, st cacheStamp) bool {
-	if !st.clean() || rc.stamp(key) != st {
+// the stripe or a range deletion was in flight then or has started since,
+// or the key had not missed before (the doorkeeper); it says whether it
+// did.
+func (rc *rowCache) put(key, val []byte, st cacheStamp) bool { return rc.putIf(key, val, st, true) }
+
+// putIf is put, with the doorkeeper asked only when door is set: a write
+// that replaces a cached value does not ask.
+func (rc *rowCache) putIf(key, val []byte, st cacheStamp, door bool) bool {
+	h := rc.hash(key)
+	if !st.clean() || rc.stampOf(h) != st {
+		return false
+	}
+	// Rotated, so that the doorkeeper's bits and the stripes use
+	// different bits of h.
+	if door && !rc.door.admit(bits.RotateLeft64(h, 32)) {
+		rc.heldBack.Add(1)
 		return false
 	}
 	ref, cost, ok := rc.mem.Put(key, val)
@@ -218,7 +245,7 @@ func (rc *rowCache) beforeWrite(key []byte) cacheStamp {
 func (rc *rowCache) written(key, val []byte, del bool, st cacheStamp) {
 	g := rc.stripe(key).Add(writeEnds)
 	if !del && g == st.gen+writeEnds { // put refuses if others are in flight
-		if _, found := rc.c.Get(key); found && rc.put(key, val, cacheStamp{gen: g, ranges: st.ranges}) {
+		if _, found := rc.c.Get(key); found && rc.putIf(key, val, cacheStamp{gen: g, ranges: st.ranges}, false) {
 			return
 		}
 	}

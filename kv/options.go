@@ -47,16 +47,15 @@ type Options struct {
 	// (Storage.BlockCacheCapacity) shows the size in force.
 	CacheSize int64
 	// RowCacheSize is the value cache in front of Get, in bytes; 0 =
-	// 32 MiB; < 0 turns it off. The keys and values live off the Go heap,
-	// in memory mapped for the cache and used as it fills, so its RSS is
-	// what it holds, at most the size, and the collector neither scans nor
-	// doubles it; its index, ~100 bytes an entry, is on the heap and
-	// counted in the size. It pays where the hot keys fit: beside the
-	// block cache, a hit skips Pebble's memtables, filters, index and
-	// block, and the read pool (YCSB C over ~110 MB of records: ~140-200k
-	// reads/s with 32 MiB, ~214-271k with 512 MiB, where the whole set
-	// fits; see cmd/kvbench/ycsb's README). Size it to the hot keys,
-	// beside CacheSize.
+	// 32 MiB; < 0 turns it off. A key is cached from its second miss, so
+	// that keys read once cost no copy into it. The keys and values live
+	// off the Go heap, in memory mapped for the cache and used as it
+	// fills, so its RSS is what it holds, at most the size, and the
+	// collector neither scans nor doubles it; its index, ~100 bytes an
+	// entry, is on the heap and counted in the size. It pays where the hot
+	// keys fit: a hit skips Pebble's memtables, filters, index and block,
+	// and the read pool. Size it to the hot keys, beside CacheSize (the
+	// README's Defaults give the measurements).
 	RowCacheSize int64
 	// RowCacheHitsInPool sends Gets that hit the row cache through the
 	// read pool like misses. By default (false) a hit is answered on the

@@ -45,6 +45,9 @@ type RowCacheStats struct {
 	// Full counts values not cached because the memory was taken: the
 	// policy evicts shortly after, as its buffers drain.
 	Full int64 `json:"full"`
+	// HeldBack counts values read on a miss and not cached because their
+	// key had not missed before: a key is cached from its second miss.
+	HeldBack int64 `json:"held_back"`
 }
 
 // StorageStats is a short summary of Pebble's state.
@@ -112,7 +115,7 @@ func (db *DB) Stats() Stats {
 		s.Warm = db.warm.statsNow()
 	}
 	if c := db.cache; c != nil {
-		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Bytes: c.mem.InUse(), Full: c.full.Load()}
+		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Bytes: c.mem.InUse(), Full: c.full.Load(), HeldBack: c.heldBack.Load()}
 		s.RowCache.HitRate = rate(s.RowCache.Hits, s.RowCache.Misses)
 	}
 	s.Storage.TableReads, s.Storage.SlowTableReads = db.reads.reads.Load(), db.reads.told.Load()

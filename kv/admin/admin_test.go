@@ -277,6 +277,7 @@ func TestMetrics_ParseUnderLoad(t *testing.T) {
 		"coopkv_group_throttled_seconds_total": dto.MetricType_COUNTER,
 		"coopkv_row_cache_hits_total":          dto.MetricType_COUNTER,
 		"coopkv_row_cache_misses_total":        dto.MetricType_COUNTER,
+		"coopkv_row_cache_held_back_total":     dto.MetricType_COUNTER,
 		"coopkv_storage_disk_bytes":            dto.MetricType_GAUGE,
 		"coopkv_failed":                        dto.MetricType_GAUGE,
 		"coopkv_disk_full":                     dto.MetricType_GAUGE,
@@ -287,6 +288,7 @@ func TestMetrics_ParseUnderLoad(t *testing.T) {
 		}
 	}
 	assert.Equal(t, float64(db.Options().Workers), fams["coopkv_pool_workers"].Metric[0].GetGauge().GetValue())
+	assert.Equal(t, float64(db.Stats().RowCache.HeldBack), fams["coopkv_row_cache_held_back_total"].Metric[0].GetCounter().GetValue())
 
 	// The step histogram is a real one: cumulative buckets in seconds, a
 	// count no smaller than any bucket, a positive sum.

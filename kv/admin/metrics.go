@@ -33,7 +33,7 @@ type collector struct {
 	groupRU, groupRULastSecond, groupThrottled, groupRUPerSec *prometheus.Desc
 	groupTasks, groupRejected                                 *prometheus.Desc
 
-	cacheHits, cacheMisses, cacheEvictions                                          *prometheus.Desc
+	cacheHits, cacheMisses, cacheEvictions, cacheHeldBack                           *prometheus.Desc
 	warmKeys, warmBytes, warmSeconds, warmPending, warmStoodDown, warmHotSetSeconds *prometheus.Desc
 	diskBytes, memtableBytes                                                        *prometheus.Desc
 	blockCacheBytes, blockHits, blockMiss                                           *prometheus.Desc
@@ -99,6 +99,7 @@ func newCollector(db *kv.DB) *collector {
 		cacheHits:      d("row_cache_hits_total", "Row-cache hits."),
 		cacheMisses:    d("row_cache_misses_total", "Row-cache misses (stale entries count as misses)."),
 		cacheEvictions: d("row_cache_evictions_total", "Row-cache evictions."),
+		cacheHeldBack:  d("row_cache_held_back_total", "Values read on a row-cache miss and not cached, their key not having missed before."),
 
 		// Warming (issue 41): the block cache filled in the background.
 		warmKeys:          d("warm_keys_total", "Keys warming read."),
@@ -135,7 +136,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.levelQueued, c.levelSteps, c.levelSeconds, c.level0Share, c.level0Chance,
 		c.queueWait, c.stepDuration,
 		c.groupRU, c.groupRULastSecond, c.groupThrottled, c.groupRUPerSec, c.groupTasks, c.groupRejected,
-		c.cacheHits, c.cacheMisses, c.cacheEvictions,
+		c.cacheHits, c.cacheMisses, c.cacheEvictions, c.cacheHeldBack,
 		c.warmKeys, c.warmBytes, c.warmSeconds, c.warmPending, c.warmStoodDown, c.warmHotSetSeconds,
 		c.diskBytes, c.memtableBytes, c.blockCacheBytes, c.blockHits, c.blockMiss,
 		c.levelTables, c.levelBytes, c.tableReads, c.tableReadSeconds, c.slowTableReads, c.diskSlow,
@@ -227,6 +228,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.cacheHits, float64(s.RowCache.Hits))
 		counter(c.cacheMisses, float64(s.RowCache.Misses))
 		counter(c.cacheEvictions, float64(s.RowCache.Evictions))
+		counter(c.cacheHeldBack, float64(s.RowCache.HeldBack))
 	}
 	if w := s.Warm; w.Enabled {
 		counter(c.warmKeys, float64(w.Keys))
