@@ -198,9 +198,7 @@ func (rc *rowCache) putIf(key, val []byte, st cacheStamp, door bool) bool {
 	if !st.clean() || rc.stampOf(h) != st {
 		return false
 	}
-	// Rotated, so that the doorkeeper's bits and the stripes use
-	// different bits of h.
-	if door && !rc.door.admit(bits.RotateLeft64(h, 32)) {
+	if door && !rc.door.admit(doorHash(h)) {
 		rc.heldBack.Add(1)
 		return false
 	}
@@ -219,6 +217,10 @@ func (rc *rowCache) putIf(key, val []byte, st cacheStamp, door bool) bool {
 	}
 	return true
 }
+
+// doorHash is the doorkeeper's hash of a key whose stripe hash is h:
+// rotated, so that its bits and the stripe's differ.
+func doorHash(h uint64) uint64 { return bits.RotateLeft64(h, 32) }
 
 // beforeWrite is called before a write of key goes to Pebble: from now on
 // the stripe serves no hits and takes no puts until the write has ended
@@ -241,9 +243,16 @@ func (rc *rowCache) beforeWrite(key []byte) cacheStamp {
 // ended while this one was in flight, none was in flight when it started,
 // and no range deletion started or ended meanwhile either (it and this
 // write may have committed in either order). Keys the cache does not hold
-// are not admitted by a write: a bulk load would churn the cache.
+// are not admitted by a write: a bulk load would churn the cache. The
+// write counts as the key's first miss for the doorkeeper instead, so that
+// a key read soon after it was written (YCSB D's latest keys) is cached
+// from its first read.
 func (rc *rowCache) written(key, val []byte, del bool, st cacheStamp) {
-	g := rc.stripe(key).Add(writeEnds)
+	h := rc.hash(key)
+	g := rc.stripeOf(h).Add(writeEnds)
+	if !del {
+		rc.door.admit(doorHash(h))
+	}
 	if !del && g == st.gen+writeEnds { // put refuses if others are in flight
 		if _, found := rc.c.Get(key); found && rc.putIf(key, val, cacheStamp{gen: g, ranges: st.ranges}, false) {
 			return

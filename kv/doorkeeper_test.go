@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,4 +37,37 @@ func TestDoorkeeper_ClearsAfterAnEighthOfItsBitsFirstMissed(t *testing.T) {
 	assert.False(t, d.admit(0), "so key 0 waits again")
 	assert.False(t, d.admit(511), "and so does the key whose miss cleared them")
 	assert.True(t, d.admit(511))
+}
+
+// TestRowCache_AKeyIsCachedFromItsSecondMiss: a key read, not written, since
+// the store opened is cached at its second miss; one written is cached at
+// its first read.
+func TestRowCache_AKeyIsCachedFromItsSecondMiss(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, &Options{NoSync: true})
+	require.NoError(t, db.Set([]byte("old"), []byte("v")))
+	require.NoError(t, db.Close())
+
+	db = openTest(t, dir, &Options{NoSync: true})
+	ctx := context.Background()
+	get := func(key string) {
+		t.Helper()
+		_, err := db.Get(ctx, []byte(key))
+		require.NoError(t, err)
+		db.cache.c.Wait() // ristretto applies inserts asynchronously
+	}
+	cached := func(key string) bool {
+		_, ok, _ := db.cache.lookup([]byte(key))
+		return ok
+	}
+	get("old")
+	assert.False(t, cached("old"), "its first miss is held back")
+	assert.EqualValues(t, 1, db.Stats().RowCache.HeldBack)
+	get("old")
+	assert.True(t, cached("old"), "its second is cached")
+
+	require.NoError(t, db.Set([]byte("new"), []byte("v")))
+	get("new")
+	assert.True(t, cached("new"), "a write counts as the first miss")
+	assert.EqualValues(t, 1, db.Stats().RowCache.HeldBack)
 }

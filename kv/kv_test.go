@@ -375,17 +375,17 @@ func TestStats_JSON(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	load(t, db, 1000, func(int) []byte { return []byte("v") })
 	require.NoError(t, db.Flush())
-	for i := range 4 {
+	for i := range 3 {
 		_, err := db.Get(context.Background(), keyN(5))
 		require.NoError(t, err)
-		if i == 1 {
+		if i == 0 {
 			db.cache.c.Wait() // ristretto applies inserts asynchronously
 		}
 	}
 	st := db.Stats()
 	assert.EqualValues(t, 2, st.RowCache.Hits)
-	assert.EqualValues(t, 2, st.RowCache.Misses)
-	assert.EqualValues(t, 1, st.RowCache.HeldBack, "a key is cached from its second miss")
+	assert.EqualValues(t, 1, st.RowCache.Misses)
+	assert.Zero(t, st.RowCache.HeldBack, "a key written is cached from its first read")
 	assert.Positive(t, st.Storage.DiskBytes)
 	var tables int64
 	for _, l := range st.Storage.Levels {
