@@ -222,6 +222,20 @@ func (rc *rowCache) putIf(key, val []byte, st cacheStamp, door bool) bool {
 // rotated, so that its bits and the stripe's differ.
 func doorHash(h uint64) uint64 { return bits.RotateLeft64(h, 32) }
 
+// keys lists the keys the cache holds, up to maxBytes of them, for the hot
+// set.
+func (rc *rowCache) keys(maxBytes int) [][]byte {
+	var out [][]byte
+	rc.mem.Keys(func(k []byte) bool {
+		if maxBytes -= len(k); maxBytes < 0 {
+			return false
+		}
+		out = append(out, k)
+		return true
+	})
+	return out
+}
+
 // beforeWrite is called before a write of key goes to Pebble: from now on
 // the stripe serves no hits and takes no puts until the write has ended
 // (written). It returns the stamp for written: the stripe's word with the

@@ -16,14 +16,25 @@ import (
 )
 
 func TestHotSet_Codec(t *testing.T) {
-	tables := []hotTable{{fileNum: 7, size: 1 << 20, read: 4096}, {fileNum: 1 << 40, size: 1, read: 0}}
-	b := encodeHotSet(tables)
+	hs := hotSet{
+		tables: []hotTable{{fileNum: 7, size: 1 << 20, read: 4096}, {fileNum: 1 << 40, size: 1, read: 0}},
+		keys:   [][]byte{[]byte("a"), bytes.Repeat([]byte("k"), 300)},
+	}
+	b := encodeHotSet(hs)
 	got, err := decodeHotSet(b)
 	require.NoError(t, err)
-	assert.Equal(t, tables, got)
-	got, err = decodeHotSet(encodeHotSet(nil))
+	assert.Equal(t, hs, got)
+	got, err = decodeHotSet(encodeHotSet(hotSet{}))
 	require.NoError(t, err)
-	assert.Empty(t, got)
+	assert.Empty(t, got.tables)
+	assert.Empty(t, got.keys)
+
+	// Version 1, before the row cache's keys, still reads.
+	v1 := append([]byte(hotSetMagic), 1, 1, 7, 10, 5)
+	v1 = binary.LittleEndian.AppendUint32(v1, crc32.Checksum(v1, crcTable))
+	got, err = decodeHotSet(v1)
+	require.NoError(t, err)
+	assert.Equal(t, hotSet{tables: []hotTable{{fileNum: 7, size: 10, read: 5}}}, got)
 
 	resum := func(body []byte) []byte {
 		return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, crcTable))
@@ -36,7 +47,11 @@ func TestHotSet_Codec(t *testing.T) {
 		"another file":      []byte("MANIFEST-000001 and more bytes"),
 		"a flipped bit":     flipped,
 		"truncated":         b[:len(b)-6],
-		"a version ahead":   resum(append([]byte(hotSetMagic), 2, 0)),
+		"a version ahead":   resum(append([]byte(hotSetMagic), hotSetVersion+1, 0, 0)),
+		"version 0":         resum(append([]byte(hotSetMagic), 0, 0, 0)),
+		"a key cut":         resum(append([]byte(hotSetMagic), hotSetVersion, 0, 1, 5, 'a', 'b')),
+		"an empty key":      resum(append([]byte(hotSetMagic), hotSetVersion, 0, 1, 0)),
+		"too many keys":     resum(append([]byte(hotSetMagic), hotSetVersion, 0, 9, 1, 'a')),
 		"a table cut":       resum(bytes.Clone(body[:len(body)-1])),
 		"trailing bytes":    resum(append(bytes.Clone(body), 0)),
 		"a count too large": resum(binary.AppendUvarint(append([]byte(hotSetMagic), 1), maxHotTables+1)),
@@ -123,11 +138,11 @@ func TestHotSet_DamagedOrStaleIsIgnored(t *testing.T) {
 	}{
 		{"garbage", []byte("not a hot set at all"), "hot set ignored", 0},
 		{"a flipped bit", func() []byte {
-			b := encodeHotSet([]hotTable{{fileNum: 5, size: 10, read: 10}})
+			b := encodeHotSet(hotSet{tables: []hotTable{{fileNum: 5, size: 10, read: 10}}})
 			b[len(hotSetMagic)+2] ^= 0x40
 			return b
 		}(), "checksum mismatch", 0},
-		{"stale", encodeHotSet([]hotTable{{fileNum: 999999, size: 10, read: 10}}), "tables gone since it was saved", 1},
+		{"stale", encodeHotSet(hotSet{tables: []hotTable{{fileNum: 999999, size: 10, read: 10}}}), "tables gone since it was saved", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs := vfs.NewMem()
@@ -153,4 +168,42 @@ func TestHotSet_DamagedOrStaleIsIgnored(t *testing.T) {
 			assert.Contains(t, log.String(), c.log)
 		})
 	}
+}
+
+// TestHotSet_RestartRefillsTheRowCache: the keys the row cache held at
+// Close are read back into it after Open, so their first Gets are hits;
+// keys it did not hold are not.
+func TestHotSet_RestartRefillsTheRowCache(t *testing.T) {
+	fs := vfs.NewMem()
+	o := Options{FS: fs, CacheSize: 256 << 20}
+	db, _ := warmOpen(t, o)
+	writeKeys(t, db, 100, 100)
+	require.NoError(t, db.Flush())
+	ctx := context.Background()
+	for range 2 { // cached from the second miss, or the first read after a write
+		for i := range 10 {
+			_, err := db.Get(ctx, fmt.Appendf(nil, "k%06d", i))
+			require.NoError(t, err)
+		}
+	}
+	db.cache.c.Wait()
+	require.Len(t, db.cache.keys(maxHotKeyBytes), 10)
+	require.NoError(t, db.Close())
+
+	db, _ = warmOpen(t, o)
+	waitWarm(t, db, func(w WarmStats) bool { return w.RowsRead == 10 })
+	db.cache.c.Wait()
+	st := db.Stats()
+	assert.EqualValues(t, 10, st.Warm.HotSetRows)
+	assert.EqualValues(t, 10, st.Warm.RowsCached)
+	for i := range 10 {
+		v, err := db.Get(ctx, fmt.Appendf(nil, "k%06d", i))
+		require.NoError(t, err)
+		assert.Len(t, v, 100)
+	}
+	_, err := db.Get(ctx, []byte("k000050"))
+	require.NoError(t, err)
+	after := db.Stats().RowCache
+	assert.Equal(t, st.RowCache.Hits+10, after.Hits, "the saved keys' first Gets hit")
+	assert.Equal(t, st.RowCache.Misses+1, after.Misses, "a key not saved misses")
 }

@@ -56,8 +56,11 @@ type warmer struct {
 	restoring    bool
 	restoreStart time.Time
 
-	mu      sync.Mutex
-	spans   warmSpans
+	mu    sync.Mutex
+	spans warmSpans
+	// rows are the saved row cache's keys left to read back into it
+	// (hot set), after the spans.
+	rows    [][]byte
 	running bool
 	// db is set once the store is open; until then spans are kept.
 	db *DB
@@ -85,6 +88,7 @@ type warmCounters struct {
 	keys, blockBytes                     atomic.Int64
 	runs, rests                          atomic.Int64
 	hotListed, hotQueued                 atomic.Int64
+	hotRows, rowsRead, rowsCached        atomic.Int64
 	restoreTook                          atomic.Int64 // time.Duration; 0 until done
 	busy                                 atomic.Int64 // time.Duration in steps
 	stoodDown                            [4]atomic.Int64
@@ -215,7 +219,7 @@ func (w *warmer) start(db *DB) {
 func (w *warmer) kick() {
 	w.mu.Lock()
 	db := w.db
-	if db == nil || w.running || w.spans.len() == 0 || db.closing.Load() {
+	if db == nil || w.running || w.spans.len() == 0 && len(w.rows) == 0 || db.closing.Load() {
 		w.mu.Unlock()
 		return
 	}
@@ -241,16 +245,23 @@ func (w *warmer) kick() {
 	w.stats.runs.Add(1)
 }
 
-// next gives the task its next span, or ends its turn: when none is left
-// or the policy says to stand down, running goes false under the same lock
-// as the spans, and the task must return.
-func (w *warmer) next() (warmSpan, bool) {
+// next gives the task its next span, or else up to warmCheckEvery of the
+// row cache's keys, or ends its turn: when none is left or the policy says
+// to stand down, running goes false under the same lock as the spans, and
+// the task must return.
+func (w *warmer) next() (warmSpan, [][]byte, bool) {
 	w.mu.Lock()
 	v := w.verdict()
 	if v == warmGo {
 		if s, ok := w.spans.take(); ok {
 			w.mu.Unlock()
-			return s, true
+			return s, nil, true
+		}
+		if n := min(len(w.rows), warmCheckEvery); n > 0 {
+			rows := w.rows[:n:n]
+			w.rows = w.rows[n:]
+			w.mu.Unlock()
+			return warmSpan{}, rows, true
 		}
 	}
 	if v == warmGo && w.restoring {
@@ -260,21 +271,33 @@ func (w *warmer) next() (warmSpan, bool) {
 	w.running = false
 	w.mu.Unlock()
 	w.ended(v)
-	return warmSpan{}, false
+	return warmSpan{}, nil, false
 }
 
 // restore queues the tables of a saved hot set (listed of them in the
-// file), and starts warming them.
-func (w *warmer) restore(tables []pebble.TableInfo, listed int) {
+// file) and the row cache's keys (rows, nil without a row cache), and
+// starts warming them.
+func (w *warmer) restore(tables []pebble.TableInfo, listed int, rows [][]byte) {
 	w.stats.hotListed.Store(int64(listed))
 	w.stats.hotQueued.Store(int64(len(tables)))
-	if len(tables) == 0 {
+	w.stats.hotRows.Store(int64(len(rows)))
+	if len(tables) == 0 && len(rows) == 0 {
 		return
 	}
 	w.mu.Lock()
 	w.restoring, w.restoreStart = true, time.Now()
+	w.rows = rows
 	w.mu.Unlock()
 	w.addTables(tables)
+}
+
+// putBackRows returns the unread rest of a batch of the row cache's keys
+// and ends the task's turn.
+func (w *warmer) putBackRows(rows [][]byte) {
+	w.mu.Lock()
+	w.rows = append(rows, w.rows...)
+	w.running = false
+	w.mu.Unlock()
 }
 
 // putBack returns the unread rest of a span, from lo, and ends the task's
@@ -375,9 +398,15 @@ func (t *warmTask) Step(sc *readpool.StepContext) readpool.Status {
 func (t *warmTask) step(sc *readpool.StepContext) readpool.Status {
 	for {
 		if t.it == nil {
-			s, ok := t.w.next()
+			s, rows, ok := t.w.next()
 			if !ok {
 				return readpool.Ready
+			}
+			if rows != nil {
+				if !t.readRows(sc, rows) {
+					return readpool.Yield
+				}
+				continue
 			}
 			if all, err := t.db.pdb.EstimateDiskUsage(s.lo, s.hi); err == nil && !warmDense(uint64(s.bytes), all) {
 				t.w.stats.spansSparse.Add(1)
@@ -443,6 +472,31 @@ func (t *warmTask) Done(err error) {
 	}
 }
 
+// readRows reads keys the row cache held when the hot set was saved back
+// into it, as a Get that missed would (its stamp, Pebble, the put), but
+// past the doorkeeper: these keys have been read before. False means it
+// yielded, the rest given back.
+func (t *warmTask) readRows(sc *readpool.StepContext, rows [][]byte) bool {
+	rc := t.db.cache
+	for i, key := range rows {
+		if i > 0 && sc.ShouldYield() {
+			t.w.putBackRows(rows[i:])
+			return false
+		}
+		st := rc.stamp(key)
+		val, closer, err := t.db.pdb.Get(key)
+		t.w.stats.rowsRead.Add(1)
+		if err != nil {
+			continue // gone since, or unreadable: a Get will say so
+		}
+		if rc.putIf(key, val, st, false) {
+			t.w.stats.rowsCached.Add(1)
+		}
+		_ = closer.Close()
+	}
+	return true
+}
+
 // WarmStats describes the warming of the caches (Options.NoWarm).
 type WarmStats struct {
 	Enabled bool `json:"enabled"`
@@ -476,6 +530,12 @@ type WarmStats struct {
 	HotSetTables   int64         `json:"hot_set_tables"`
 	HotSetQueued   int64         `json:"hot_set_queued"`
 	HotSetWarmedIn time.Duration `json:"hot_set_warmed_in_ns"`
+	// HotSetRows is how many of the row cache's keys the hot set listed;
+	// RowsRead how many of them warming has read since, and RowsCached
+	// how many it put back into the row cache.
+	HotSetRows int64 `json:"hot_set_rows"`
+	RowsRead   int64 `json:"rows_read"`
+	RowsCached int64 `json:"rows_cached"`
 	// StoodDown counts the times warming stood down, by reason: the block
 	// cache had no room ("cache full"), the disk was slow, a compaction
 	// was running. Last is the latest decision.
@@ -490,6 +550,7 @@ func (w *warmer) statsNow() WarmStats {
 		Keys: c.keys.Load(), BlockBytes: c.blockBytes.Load(), Runs: c.runs.Load(), Rests: c.rests.Load(), Busy: time.Duration(c.busy.Load()),
 		Last:         warmVerdict(c.lastVerdict.Load()).String(),
 		HotSetTables: c.hotListed.Load(), HotSetQueued: c.hotQueued.Load(), HotSetWarmedIn: time.Duration(c.restoreTook.Load()),
+		HotSetRows: c.hotRows.Load(), RowsRead: c.rowsRead.Load(), RowsCached: c.rowsCached.Load(),
 	}
 	for v := warmCacheFull; v <= warmCompacting; v++ {
 		if n := c.stoodDown[v].Load(); n > 0 {

@@ -9,7 +9,7 @@ import (
 // Warm restart: the store saves its hot set (hotset.go) at Close and every
 // hotSetEvery while open, and after Open queues the saved tables that are
 // still there, hottest first and as many as the block cache has room for,
-// to the warmer.
+// to the warmer, and after them the row cache's keys.
 
 // hotSetEvery is how often an open store saves its hot set, so that a
 // process that dies without Close restarts warm too.
@@ -39,7 +39,11 @@ func (db *DB) hotTables() []hotTable {
 // saveHotSet writes the hot set; a failure is logged, never returned: the
 // hot set is a hint.
 func (db *DB) saveHotSet() {
-	if err := writeHotSet(db.popts.FS, db.dir, db.hotTables()); err != nil {
+	hs := hotSet{tables: db.hotTables()}
+	if db.cache != nil {
+		hs.keys = db.cache.keys(maxHotKeyBytes)
+	}
+	if err := writeHotSet(db.popts.FS, db.dir, hs); err != nil {
 		db.opts.Logger.Warn("kv: hot set not saved", "dir", db.dir, "error", err)
 	}
 }
@@ -81,7 +85,7 @@ func (db *DB) loadHotSet() {
 	room := w.cache.MaxSize() - w.reserved - w.policy.headroom - w.cache.Size()
 	var queue []pebble.TableInfo
 	var stale int
-	for _, h := range saved {
+	for _, h := range saved.tables {
 		t, ok := byNum[h.fileNum]
 		if !ok || t.Size != h.size {
 			stale++
@@ -94,7 +98,11 @@ func (db *DB) loadHotSet() {
 		queue = append(queue, *t)
 	}
 	if stale > 0 {
-		db.opts.Logger.Info("kv: hot set: tables gone since it was saved", "dir", db.dir, "gone", stale, "listed", len(saved))
+		db.opts.Logger.Info("kv: hot set: tables gone since it was saved", "dir", db.dir, "gone", stale, "listed", len(saved.tables))
 	}
-	w.restore(queue, len(saved))
+	var rows [][]byte
+	if db.cache != nil {
+		rows = saved.keys
+	}
+	w.restore(queue, len(saved.tables), rows)
 }

@@ -268,12 +268,13 @@ func warmLine(w *kv.WarmStats) string {
 	}
 	line := fmt.Sprintf("warming\t%s; %d of %d spans warmed (%d pending, %s of tables), %d keys, %s read into the block cache in %s",
 		state, w.SpansWarmed, w.SpansQueued, w.PendingSpans, size(w.PendingBytes), w.Keys, size(w.BlockBytes), shortDur(w.Busy))
-	if w.HotSetTables > 0 {
+	if w.HotSetTables > 0 || w.HotSetRows > 0 {
 		done := "not yet done"
 		if w.HotSetWarmedIn > 0 {
 			done = "done in " + shortDur(w.HotSetWarmedIn)
 		}
-		line += fmt.Sprintf("; hot set: %d of %d tables queued, %s", w.HotSetQueued, w.HotSetTables, done)
+		line += fmt.Sprintf("; hot set: %d of %d tables queued, %d of %d row-cache keys read back, %s",
+			w.HotSetQueued, w.HotSetTables, w.RowsRead, w.HotSetRows, done)
 	}
 	return line
 }

@@ -168,9 +168,9 @@ func TestWarmLine(t *testing.T) {
 	w := kv.WarmStats{Enabled: true, Last: "cache full", SpansQueued: 9, SpansWarmed: 7, PendingSpans: 2, PendingBytes: 3 << 20,
 		Keys: 1000, BlockBytes: 5 << 20, Busy: 20 * time.Millisecond}
 	assert.Equal(t, "warming\tidle, last: cache full; 7 of 9 spans warmed (2 pending, 3.00 MiB of tables), 1000 keys, 5.00 MiB read into the block cache in 20ms", warmLine(&w))
-	w.Running, w.HotSetTables, w.HotSetQueued = true, 4, 3
+	w.Running, w.HotSetTables, w.HotSetQueued, w.HotSetRows, w.RowsRead = true, 4, 3, 50, 20
 	assert.Contains(t, warmLine(&w), "warming\trunning;")
-	assert.Contains(t, warmLine(&w), "; hot set: 3 of 4 tables queued, not yet done")
+	assert.Contains(t, warmLine(&w), "; hot set: 3 of 4 tables queued, 20 of 50 row-cache keys read back, not yet done")
 	w.HotSetWarmedIn = 1500 * time.Millisecond
 	assert.Contains(t, warmLine(&w), "done in 1.5s")
 }

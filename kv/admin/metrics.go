@@ -35,6 +35,7 @@ type collector struct {
 
 	cacheHits, cacheMisses, cacheEvictions, cacheHeldBack                           *prometheus.Desc
 	warmKeys, warmBytes, warmSeconds, warmPending, warmStoodDown, warmHotSetSeconds *prometheus.Desc
+	warmRows                                                                        *prometheus.Desc
 	diskBytes, memtableBytes                                                        *prometheus.Desc
 	blockCacheBytes, blockHits, blockMiss                                           *prometheus.Desc
 	levelTables, levelBytes                                                         *prometheus.Desc
@@ -108,6 +109,7 @@ func newCollector(db *kv.DB) *collector {
 		warmPending:       d("warm_pending_bytes", "Bytes of the tables whose key spans are left to warm."),
 		warmStoodDown:     d("warm_stood_down_total", "Times warming stood down, by reason: cache full, disk slow, compacting.", "reason"),
 		warmHotSetSeconds: d("warm_hot_set_seconds", "How long after Open warming the saved hot set took; 0 until done or without one."),
+		warmRows:          d("warm_rows_total", "Keys of the saved row cache read back into it after Open."),
 		diskBytes:         d("storage_disk_bytes", "Disk space the store uses."),
 		memtableBytes:     d("storage_memtable_bytes", "Bytes in memtables."),
 		blockCacheBytes:   d("storage_block_cache_bytes", "Bytes in Pebble's block cache."),
@@ -137,7 +139,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.queueWait, c.stepDuration,
 		c.groupRU, c.groupRULastSecond, c.groupThrottled, c.groupRUPerSec, c.groupTasks, c.groupRejected,
 		c.cacheHits, c.cacheMisses, c.cacheEvictions, c.cacheHeldBack,
-		c.warmKeys, c.warmBytes, c.warmSeconds, c.warmPending, c.warmStoodDown, c.warmHotSetSeconds,
+		c.warmKeys, c.warmBytes, c.warmSeconds, c.warmPending, c.warmStoodDown, c.warmHotSetSeconds, c.warmRows,
 		c.diskBytes, c.memtableBytes, c.blockCacheBytes, c.blockHits, c.blockMiss,
 		c.levelTables, c.levelBytes, c.tableReads, c.tableReadSeconds, c.slowTableReads, c.diskSlow,
 		c.resourceControl, c.closed, c.failed, c.diskFull, c.busyTotal, c.waitEstimates, c.runawayTotal, c.runawayWatches,
@@ -239,6 +241,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.warmStoodDown, float64(w.StoodDown[reason]), reason)
 		}
 		gauge(c.warmHotSetSeconds, w.HotSetWarmedIn.Seconds())
+		counter(c.warmRows, float64(w.RowsCached))
 	}
 	if !s.Closed {
 		st := s.Storage

@@ -223,7 +223,7 @@ func TestMetrics_Warming(t *testing.T) {
 	assert.GreaterOrEqual(t, keys, float64(before.Keys))
 	assert.LessOrEqual(t, keys, float64(after.Keys))
 	assert.Positive(t, after.SpansQueued, "the flushes' tables were queued")
-	for _, name := range []string{"coopkv_warm_block_bytes_total", "coopkv_warm_step_seconds_total"} {
+	for _, name := range []string{"coopkv_warm_block_bytes_total", "coopkv_warm_step_seconds_total", "coopkv_warm_rows_total"} {
 		assert.GreaterOrEqual(t, value(t, fams, name, dto.MetricType_COUNTER), 0.0, name)
 	}
 	assert.Len(t, fams["coopkv_warm_stood_down_total"].GetMetric(), 3, "one per reason")

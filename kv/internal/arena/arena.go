@@ -18,12 +18,14 @@
 //
 // A reader finds an entry through a Ref it got from the policy, which may
 // be freed, and its chunks reused, while the reader copies it. Each head
-// chunk carries a generation; a Ref names the head and the generation it
-// had at Put, and Free moves the generation before the chunks go back to
-// the free list. Get checks the generation, copies, and checks it again:
-// if the entry was freed in between, the copy is thrown away and Get
-// reports a miss, so an eviction racing a hit costs a miss, never a wrong
-// value. The chunks' headers (generation, link) are atomic words. Their
+// chunk carries a generation, which Put moves before it writes the entry
+// and Free before the chunks go back to the free list; a Ref names the
+// head and the generation Put left. Get checks the generation, copies, and
+// checks it again: if the entry was freed in between, the copy is thrown
+// away and Get reports a miss, so an eviction racing a hit costs a miss,
+// never a wrong value. Keys, which lists the entries by a bit per head
+// chunk (set by Put, cleared by Free), reads each key the same way. The
+// chunks' headers (generation, link) are atomic words. Their
 // data runs are copied as atomic words where the hardware may reorder
 // (loadRun, storeRun), so the copy is ordered before the second check and
 // a Put's words before its publication; on amd64, whose stores and loads
@@ -36,6 +38,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -82,6 +85,10 @@ type Arena struct {
 	bump uint32 // the first chunk never used: pages past it are untouched
 
 	used atomic.Int64 // chunks held by entries
+
+	// heads has a bit per chunk, set while the chunk heads a live entry
+	// (from Put to Free), so that Keys can list the entries.
+	heads []atomic.Uint64
 }
 
 // New maps an arena of size bytes. The memory is reserved, not used: the
@@ -97,7 +104,8 @@ func New(size int64) (*Arena, error) {
 	if err != nil {
 		return nil, fmt.Errorf("arena: map %d bytes: %w", n*ChunkSize, err)
 	}
-	return &Arena{mem: mem, base: unsafe.Pointer(&mem[0]), chunks: uint32(n), unmap: unmap, bump: 1}, nil
+	return &Arena{mem: mem, base: unsafe.Pointer(&mem[0]), chunks: uint32(n), unmap: unmap, bump: 1,
+		heads: make([]atomic.Uint64, (n+63)/64)}, nil
 }
 
 // Close unmaps the arena. No other call may run during or after it.
@@ -145,12 +153,54 @@ func (a *Arena) Put(key, val []byte) (r Ref, cost int64, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
+	// A new generation before the words: Keys, which finds heads by their
+	// bit rather than by a Ref, sees the chunk change under it.
+	a.genOf(head).Add(1)
 	w := cursor{a: a, chunk: head}
 	w.store(uint64(len(key)) | uint64(len(val))<<32)
 	w.storeBytes(key)
 	w.storeBytes(val)
+	a.heads[head/64].Or(1 << (head % 64))
 	return Ref(uint64(head)<<32 | uint64(a.genOf(head).Load())), int64(n) * ChunkSize, true
 }
+
+// Keys calls fn with a copy of the key of each live entry, until fn
+// returns false. Entries put or freed meanwhile may be listed or not; a
+// key is never one no entry had (each is read as Get reads a value,
+// between two looks at its head's generation).
+func (a *Arena) Keys(fn func(key []byte) bool) {
+	for w := range a.heads {
+		for bits := a.heads[w].Load(); bits != 0; bits &= bits - 1 {
+			head := uint32(w*64 + trailingZeros(bits))
+			if key, ok := a.keyAt(head); ok && !fn(key) {
+				return
+			}
+		}
+	}
+}
+
+// keyAt reads the key of the entry headed by chunk head, if one is there:
+// the chunk heads a live entry before the copy and after it, under the
+// same generation (Put and Free each move it).
+func (a *Arena) keyAt(head uint32) ([]byte, bool) {
+	gen := a.genOf(head).Load()
+	if !a.isHead(head) {
+		return nil, false
+	}
+	c := cursor{a: a, chunk: head}
+	lens, ok := c.load()
+	klen, vlen := int(uint32(lens)), int(lens>>32)
+	if !ok || klen+vlen > MaxEntry {
+		return nil, false
+	}
+	key := make([]byte, klen)
+	if !c.loadBytes(key) || a.genOf(head).Load() != gen || !a.isHead(head) {
+		return nil, false
+	}
+	return key, true
+}
+
+func (a *Arena) isHead(c uint32) bool { return a.heads[c/64].Load()&(1<<(c%64)) != 0 }
 
 // Get returns a copy of the value of the entry r names, if r still names
 // one and its key is key; a miss otherwise, also when the entry is freed
@@ -184,6 +234,7 @@ func (a *Arena) Free(r Ref) {
 	if head == 0 || head >= a.chunks || !a.genOf(head).CompareAndSwap(gen, gen+1) {
 		return
 	}
+	a.heads[head/64].And(^uint64(1 << (head % 64)))
 	// The entry is ours now: no Put hands its chunks out until they are
 	// on the free list, and readers see the new generation.
 	c := cursor{a: a, chunk: head}
@@ -355,6 +406,8 @@ func loadRunWords(p unsafe.Pointer, b []byte) {
 		copy(b, w[:])
 	}
 }
+
+func trailingZeros(x uint64) int { return bits.TrailingZeros64(x) }
 
 // tailWord is the last, partial word of a byte string: its bytes, then
 // zeros.

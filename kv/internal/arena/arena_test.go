@@ -161,6 +161,19 @@ func TestArena_ReadersBesideChurn(t *testing.T) {
 			}
 		})
 	}
+	var listed atomic.Int64
+	writers.Go(func() { // Keys beside the churn: whole keys, never torn
+		for !stop.Load() {
+			a.Keys(func(k []byte) bool {
+				var n int
+				_, err := fmt.Sscanf(string(k), "key-%03d", &n)
+				require.NoError(t, err, "a key no entry had: %q", k)
+				require.Equal(t, string(key(n)), string(k), "a key no entry had")
+				listed.Add(1)
+				return true
+			})
+		}
+	})
 	for range 4 {
 		readers.Go(func() {
 			for i := range 5000 {
@@ -190,6 +203,7 @@ func TestArena_ReadersBesideChurn(t *testing.T) {
 	writers.Wait()
 	t.Logf("%d hits, %d misses", hits.Load(), misses.Load())
 	assert.Positive(t, hits.Load(), "readers found entries")
+	assert.Positive(t, listed.Load(), "Keys listed entries")
 	// Every chunk is accounted for: those of the entries still named, and
 	// the free list's.
 	var held int64
@@ -201,6 +215,44 @@ func TestArena_ReadersBesideChurn(t *testing.T) {
 		}
 	}
 	assert.Equal(t, held, a.InUse())
+}
+
+func TestArena_KeysListsTheLiveEntries(t *testing.T) {
+	a := newArena(t, 64*ChunkSize)
+	refs := map[string]Ref{}
+	for i, n := range []int{1, 100, 119, 120, 300} { // keys within a chunk and across several
+		k := bytes.Repeat([]byte{byte('a' + i)}, n)
+		r, _, ok := a.Put(k, []byte("v"))
+		require.True(t, ok)
+		refs[string(k)] = r
+	}
+	list := func() map[string]bool {
+		got := map[string]bool{}
+		a.Keys(func(k []byte) bool { got[string(k)] = true; return true })
+		return got
+	}
+	want := map[string]bool{}
+	for k := range refs {
+		want[k] = true
+	}
+	assert.Equal(t, want, list())
+
+	b := string(bytes.Repeat([]byte{'b'}, 100))
+	a.Free(refs[b])
+	delete(want, b)
+	assert.Equal(t, want, list(), "a freed entry is not listed")
+	r, _, ok := a.Put([]byte("new"), bytes.Repeat([]byte{'x'}, 500)) // reuses the freed chunks
+	require.True(t, ok)
+	want["new"] = true
+	assert.Equal(t, want, list())
+	_, ok = a.Get(refs[b], []byte(b))
+	assert.False(t, ok, "the freed entry's Ref misses: Put moved the generation")
+	_, ok = a.Get(r, []byte("new"))
+	assert.True(t, ok)
+
+	n := 0
+	a.Keys(func([]byte) bool { n++; return n < 2 })
+	assert.Equal(t, 2, n, "Keys stops when fn returns false")
 }
 
 // TestLoadRun_WordsAndPlainAgree: the atomic word copy other architectures
