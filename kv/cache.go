@@ -117,8 +117,9 @@ func newRowCache(size int64) (*rowCache, error) {
 	n := stripesFor(size)
 	rc := &rowCache{seed: maphash.MakeSeed(), gens: make([]atomic.Uint64, n), mask: uint64(n - 1)}
 	rc.door = newDoorkeeper(size / minEntryCost)
-	// The stripes and the doorkeeper's bits come out of the size.
-	size = max(size-int64(n)*8-rc.door.bytes(), 2*arena.ChunkSize)
+	// The stripes, the doorkeeper's bits and the arena's bit per chunk
+	// come out of the size.
+	size = max(size-int64(n)*8-rc.door.bytes()-size/(8*arena.ChunkSize), 2*arena.ChunkSize)
 	mem, err := arena.New(size)
 	if err != nil {
 		return nil, err
