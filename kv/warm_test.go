@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -154,7 +155,7 @@ func warmOpen(t *testing.T, o Options) (*DB, <-chan warmVerdict) {
 		}
 	}}
 	if o.warmHooks != nil {
-		h.beforeCheck = o.warmHooks.beforeCheck
+		h.beforeCheck, h.beforeRowCheck = o.warmHooks.beforeCheck, o.warmHooks.beforeRowCheck
 	}
 	o.warmHooks = &h
 	if o.FS == nil {
@@ -309,6 +310,55 @@ func TestWarm_YieldsToAGet(t *testing.T) {
 		assert.LessOrEqual(t, atGet, int64(2*warmCheckEvery), "the warmer yielded at its next check")
 		st := db.Stats().Warm
 		assert.EqualValues(t, 4000, st.Keys, "and went on after the Get")
+	})
+}
+
+// TestWarm_RowRestoreYieldsToAGet: reading the row cache's saved keys back
+// after Open, the warmer's task yields to a queued Get at its next look at
+// the pool and keeps the rest of its batch: it is still the one task
+// running, so a kick meanwhile starts no other, and it reads every key.
+func TestWarm_RowRestoreYieldsToAGet(t *testing.T) {
+	inBubble(t, func(t *testing.T) {
+		fs := vfs.NewMem()
+		o := Options{FS: fs, CacheSize: 256 << 20, Workers: 1, spares: -1, TimeSlice: time.Hour}
+		db, _ := warmOpen(t, o)
+		writeKeys(t, db, 100, 100) // written keys are cached from their first read
+		for i := range 100 {
+			_, err := db.Get(context.Background(), fmt.Appendf(nil, "k%06d", i))
+			require.NoError(t, err)
+		}
+		db.cache.c.Wait()
+		require.NoError(t, db.Close())
+
+		entered, release := make(chan struct{}), make(chan struct{})
+		first := true
+		o.warmHooks = &warmHooks{beforeRowCheck: func() {
+			if first {
+				first = false
+				close(entered)
+				<-release
+			}
+		}}
+		db, _ = warmOpen(t, o)
+		<-entered
+		var atGet int64 = -1
+		db.hooks.beforeRead = func([]byte) {
+			atGet = db.warm.stats.rowsRead.Load()
+			db.warm.kick() // the task yielded: it must still count as running
+		}
+		got := make(chan error, 1)
+		go func() {
+			_, err := db.Get(context.Background(), []byte("no such key"))
+			got <- err
+		}()
+		synctest.Wait() // the Get is queued behind the warmer's step
+		close(release)
+		require.ErrorIs(t, <-got, ErrNotFound)
+		waitWarm(t, db, func(w WarmStats) bool { return w.RowsRead == 100 })
+		assert.EqualValues(t, 1, atGet, "the warmer yielded at its next look at the pool")
+		st := db.Stats().Warm
+		assert.EqualValues(t, 100, st.RowsCached)
+		assert.EqualValues(t, 1, st.Runs, "one task, yielded and resumed")
 	})
 }
 

@@ -78,8 +78,10 @@ type warmHooks struct {
 	// no span was left).
 	turnEnded func(warmVerdict)
 	// beforeCheck is called in a task's step before each look at the
-	// policy and the pool.
-	beforeCheck func()
+	// policy and the pool, and beforeRowCheck before each look at the
+	// pool between the row cache's saved keys.
+	beforeCheck    func()
+	beforeRowCheck func()
 }
 
 // warmCounters are the warmer's figures (Stats.Warm).
@@ -291,15 +293,6 @@ func (w *warmer) restore(tables []pebble.TableInfo, listed int, rows [][]byte) {
 	w.addTables(tables)
 }
 
-// putBackRows returns the unread rest of a batch of the row cache's keys
-// and ends the task's turn.
-func (w *warmer) putBackRows(rows [][]byte) {
-	w.mu.Lock()
-	w.rows = append(rows, w.rows...)
-	w.running = false
-	w.mu.Unlock()
-}
-
 // putBack returns the unread rest of a span, from lo, and ends the task's
 // turn, for the policy's verdict v.
 func (w *warmer) putBack(s warmSpan, lo []byte, v warmVerdict) {
@@ -340,6 +333,8 @@ type warmTask struct {
 	db   *DB
 	it   *pebble.Iterator
 	span warmSpan
+	// rows is the batch of the row cache's saved keys the task is reading.
+	rows [][]byte
 	n    int // keys read of the span
 	told int // of them, counted in the warmer's figures
 	// cpu and wall are the process's CPU time and the clock when the last
@@ -397,15 +392,19 @@ func (t *warmTask) Step(sc *readpool.StepContext) readpool.Status {
 
 func (t *warmTask) step(sc *readpool.StepContext) readpool.Status {
 	for {
+		if len(t.rows) > 0 {
+			if !t.readRows(sc) {
+				return readpool.Yield
+			}
+			continue
+		}
 		if t.it == nil {
 			s, rows, ok := t.w.next()
 			if !ok {
 				return readpool.Ready
 			}
 			if rows != nil {
-				if !t.readRows(sc, rows) {
-					return readpool.Yield
-				}
+				t.rows = rows
 				continue
 			}
 			if all, err := t.db.pdb.EstimateDiskUsage(s.lo, s.hi); err == nil && !warmDense(uint64(s.bytes), all) {
@@ -472,17 +471,23 @@ func (t *warmTask) Done(err error) {
 	}
 }
 
-// readRows reads keys the row cache held when the hot set was saved back
-// into it, as a Get that missed would (its stamp, Pebble, the put), but
-// past the doorkeeper: these keys have been read before. False means it
-// yielded, the rest given back.
-func (t *warmTask) readRows(sc *readpool.StepContext, rows [][]byte) bool {
+// readRows reads the task's batch of the keys the row cache held when the
+// hot set was saved back into it, as a Get that missed would (its stamp,
+// Pebble, the put), but past the doorkeeper: these keys have been read
+// before. False means it yielded, the rest of the batch still the task's.
+func (t *warmTask) readRows(sc *readpool.StepContext) bool {
 	rc := t.db.cache
-	for i, key := range rows {
-		if i > 0 && sc.ShouldYield() {
-			t.w.putBackRows(rows[i:])
-			return false
+	for i := 0; len(t.rows) > 0; i++ {
+		if i > 0 {
+			if t.w.hooks.beforeRowCheck != nil {
+				t.w.hooks.beforeRowCheck()
+			}
+			if sc.ShouldYield() {
+				return false
+			}
 		}
+		key := t.rows[0]
+		t.rows = t.rows[1:]
 		st := rc.stamp(key)
 		val, closer, err := t.db.pdb.Get(key)
 		t.w.stats.rowsRead.Add(1)
