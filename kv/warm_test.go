@@ -281,36 +281,49 @@ func TestWarm_StandsDownOnASlowDisk(t *testing.T) {
 // leaves only the Get's preemption to end the step).
 func TestWarm_YieldsToAGet(t *testing.T) {
 	inBubble(t, func(t *testing.T) {
-		entered, release := make(chan struct{}), make(chan struct{})
-		first := true
-		hooks := &warmHooks{beforeCheck: func() {
-			if first {
-				first = false
-				close(entered)
-				<-release
-			}
-		}}
+		hold, entered, release := holdFirst()
+		hooks := &warmHooks{beforeCheck: hold}
 		db, ended := warmOpen(t, Options{RowCacheSize: -1, CacheSize: 256 << 20, Workers: 1, spares: -1, TimeSlice: time.Hour, warmHooks: hooks})
 		var atGet int64 = -1
 		db.hooks.beforeRead = func([]byte) { atGet = db.warm.stats.keys.Load() }
 		writeKeys(t, db, 4000, 100)
 		go func() { _ = db.Flush() }()
 		<-entered
-
-		got := make(chan error, 1)
-		go func() {
-			_, err := db.Get(context.Background(), []byte("k000007"))
-			got <- err
-		}()
-		synctest.Wait() // the Get is queued behind the warmer's step
-		close(release)
-		require.NoError(t, <-got)
+		require.NoError(t, getBesideWarmer(db, "k000007", release))
 		waitTurn(t, db, ended, warmGo)
 		assert.Positive(t, atGet)
 		assert.LessOrEqual(t, atGet, int64(2*warmCheckEvery), "the warmer yielded at its next check")
 		st := db.Stats().Warm
 		assert.EqualValues(t, 4000, st.Keys, "and went on after the Get")
 	})
+}
+
+// holdFirst returns a hook that, the first time it is called, closes
+// entered and waits until release is closed.
+func holdFirst() (hook func(), entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	first := true
+	return func() {
+		if first {
+			first = false
+			close(entered)
+			<-release
+		}
+	}, entered, release
+}
+
+// getBesideWarmer starts a Get of key while the warmer's step is held, waits
+// until it is queued behind that step (in a synctest bubble), lets the step
+// go on, and returns the Get's error.
+func getBesideWarmer(db *DB, key string, release chan struct{}) error {
+	got := make(chan error, 1)
+	go func() {
+		_, err := db.Get(context.Background(), []byte(key))
+		got <- err
+	}()
+	synctest.Wait()
+	close(release)
+	return <-got
 }
 
 // TestWarm_RowRestoreYieldsToAGet: reading the row cache's saved keys back
@@ -330,15 +343,8 @@ func TestWarm_RowRestoreYieldsToAGet(t *testing.T) {
 		db.cache.c.Wait()
 		require.NoError(t, db.Close())
 
-		entered, release := make(chan struct{}), make(chan struct{})
-		first := true
-		o.warmHooks = &warmHooks{beforeRowCheck: func() {
-			if first {
-				first = false
-				close(entered)
-				<-release
-			}
-		}}
+		hold, entered, release := holdFirst()
+		o.warmHooks = &warmHooks{beforeRowCheck: hold}
 		db, _ = warmOpen(t, o)
 		<-entered
 		var atGet int64 = -1
@@ -346,14 +352,7 @@ func TestWarm_RowRestoreYieldsToAGet(t *testing.T) {
 			atGet = db.warm.stats.rowsRead.Load()
 			db.warm.kick() // the task yielded: it must still count as running
 		}
-		got := make(chan error, 1)
-		go func() {
-			_, err := db.Get(context.Background(), []byte("no such key"))
-			got <- err
-		}()
-		synctest.Wait() // the Get is queued behind the warmer's step
-		close(release)
-		require.ErrorIs(t, <-got, ErrNotFound)
+		require.ErrorIs(t, getBesideWarmer(db, "no such key", release), ErrNotFound)
 		waitWarm(t, db, func(w WarmStats) bool { return w.RowsRead == 100 })
 		assert.EqualValues(t, 1, atGet, "the warmer yielded at its next look at the pool")
 		st := db.Stats().Warm
