@@ -212,11 +212,8 @@ const (
 	// maxParts bounds the parts of one MultiGet, so that one request takes
 	// a bounded share of the pool: of MaxTasks (2,000 a worker) and of the
 	// steps that may wait on the disk at once (MaxWorkers, 64 a worker),
-	// which the other reads need too. Measured with kvbench multiget on
-	// the simulated 1 ms disk (2 cores, 2 MultiGet clients of 100 keys
-	// beside 2 clients looping on Gets of as many, ~20 loops/s): 4 parts
-	// gave 56 MultiGets/s, 8 gave 100, 16 gave 142, and 25 (parts of 4)
-	// 156: little more past 16.
+	// which the other reads need too. Past 16, more parts gained little
+	// (cmd/kvbench's README, MultiGet).
 	maxParts = 16
 )
 
