@@ -25,8 +25,10 @@ func TestWarmPolicy(t *testing.T) {
 		s    warmState
 		want warmVerdict
 	}{
-		{"an empty cache", warmState{capacity: 64 * mib}, warmGo},
-		{"room for the batch and the headroom", warmState{capacity: 64 * mib, used: 27 * mib, reserved: 32 * mib}, warmGo},
+		{"an empty cache", warmState{capacity: 64 * mib, sinceWrite: time.Hour}, warmGo},
+		{"room for the batch and the headroom", warmState{capacity: 64 * mib, used: 27 * mib, reserved: 32 * mib, sinceWrite: warmQuiet}, warmGo},
+		{"a flush or compaction ended within the quiet", warmState{capacity: 64 * mib, sinceWrite: warmQuiet - 1}, warmWriting},
+		{"a compaction running before the quiet", warmState{capacity: 64 * mib, compacting: 1}, warmCompacting},
 		{"the batch would eat the headroom", warmState{capacity: 64 * mib, used: 28 * mib, reserved: 32 * mib}, warmCacheFull},
 		{"memtables count against the room", warmState{capacity: 64 * mib, used: 0, reserved: 60 * mib}, warmCacheFull},
 		{"a slow disk first", warmState{capacity: 64 * mib, used: 64 * mib, diskSlow: true, compacting: 1}, warmDiskSlow},

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -44,8 +45,11 @@ type warmer struct {
 	reserved int64 // every memtable Pebble may keep (memTables × MemTableSize)
 	reads    *diskReads
 
-	// compacting counts the compactions running (Pebble's events).
+	// compacting counts the compactions running (Pebble's events), and
+	// lastWrite is when a flush or compaction last ended (Unix ns; 0 for
+	// none since Open).
 	compacting atomic.Int64
+	lastWrite  atomic.Int64
 	// later kicks the warmer after a compaction (listen); Close stops it.
 	later *time.Timer
 	// saveTimer saves the hot set while the store is open
@@ -93,7 +97,7 @@ type warmCounters struct {
 	hotRows, rowsRead, rowsCached        atomic.Int64
 	restoreTook                          atomic.Int64 // time.Duration; 0 until done
 	busy                                 atomic.Int64 // time.Duration in steps
-	stoodDown                            [4]atomic.Int64
+	stoodDown                            [5]atomic.Int64
 	lastVerdict                          atomic.Int64 // warmVerdict
 }
 
@@ -126,25 +130,30 @@ func (w *warmer) Close() error {
 }
 
 // listen adds the warmer's hooks to Pebble's events: the tables flushes and
-// compactions write, and the compactions running.
+// compactions write, and the compactions running. After each flush or
+// compaction the warmer starts again once the policy's quiet has passed
+// (warmQuiet).
 func (w *warmer) listen(el *pebble.EventListener) {
 	el.FlushEnd = func(info pebble.FlushInfo) {
+		w.lastWrite.Store(time.Now().UnixNano())
 		if info.Err == nil {
-			w.addTables(info.Output)
+			w.queueTables(info.Output)
 		}
+		w.later.Reset(warmQuiet)
 	}
 	el.CompactionBegin = func(pebble.CompactionInfo) { w.compacting.Add(1) }
 	el.TableDeleted = func(info pebble.TableDeleteInfo) { w.reads.forget(uint64(info.FileNum)) }
 	// Pebble calls CompactionEnd holding its mutex, before it installs the
 	// compaction's tables for new iterators: a warming iterator opened now
 	// would read the tables the compaction replaced, whose blocks leave the
-	// cache with them. The kick waits until Pebble has let go.
+	// cache with them. The quiet's wait outlasts that.
 	el.CompactionEnd = func(info pebble.CompactionInfo) {
+		w.lastWrite.Store(time.Now().UnixNano())
 		w.compacting.Add(-1)
 		if info.Err == nil {
 			w.queueTables(compactedTables(info))
 		}
-		w.later.Reset(warmAfterCompaction)
+		w.later.Reset(warmQuiet)
 	}
 }
 
@@ -167,11 +176,6 @@ func compactedTables(info pebble.CompactionInfo) []pebble.TableInfo {
 	return out
 }
 
-// warmAfterCompaction is how long after a compaction's end the warmer
-// starts: Pebble installs the new tables in the same critical section as
-// the event, microseconds later.
-const warmAfterCompaction = 10 * time.Millisecond
-
 // addTables queues the key spans of tables and starts warming them.
 func (w *warmer) addTables(tables []pebble.TableInfo) {
 	w.queueTables(tables)
@@ -191,9 +195,13 @@ func (w *warmer) queueTables(tables []pebble.TableInfo) {
 
 // state is what the policy decides from, now.
 func (w *warmer) state() warmState {
+	since := time.Duration(math.MaxInt64)
+	if t := w.lastWrite.Load(); t != 0 {
+		since = time.Since(time.Unix(0, t))
+	}
 	return warmState{
 		capacity: w.cache.MaxSize(), used: w.cache.Size(), reserved: w.reserved,
-		diskSlow: w.reads.slow(), compacting: int(w.compacting.Load()),
+		diskSlow: w.reads.slow(), compacting: int(w.compacting.Load()), sinceWrite: since,
 	}
 }
 
@@ -543,7 +551,8 @@ type WarmStats struct {
 	RowsCached int64 `json:"rows_cached"`
 	// StoodDown counts the times warming stood down, by reason: the block
 	// cache had no room ("cache full"), the disk was slow, a compaction
-	// was running. Last is the latest decision.
+	// was running, a flush or compaction had ended within the last second
+	// ("writing"). Last is the latest decision.
 	StoodDown map[string]int64 `json:"stood_down,omitempty"`
 	Last      string           `json:"last"`
 }
@@ -557,7 +566,7 @@ func (w *warmer) statsNow() WarmStats {
 		HotSetTables: c.hotListed.Load(), HotSetQueued: c.hotQueued.Load(), HotSetWarmedIn: time.Duration(c.restoreTook.Load()),
 		HotSetRows: c.hotRows.Load(), RowsRead: c.rowsRead.Load(), RowsCached: c.rowsCached.Load(),
 	}
-	for v := warmCacheFull; v <= warmCompacting; v++ {
+	for v := warmCacheFull; v <= warmWriting; v++ {
 		if n := c.stoodDown[v].Load(); n > 0 {
 			if s.StoodDown == nil {
 				s.StoodDown = map[string]int64{}

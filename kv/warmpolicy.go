@@ -28,6 +28,8 @@ type warmState struct {
 	// take the CPU the warmer would, and the tables they read are about to
 	// be deleted, their blocks with them.
 	compacting int
+	// sinceWrite is the time since a flush or compaction last ended.
+	sinceWrite time.Duration
 }
 
 // warmVerdict is warmPolicy's decision.
@@ -38,6 +40,7 @@ const (
 	warmCacheFull                     // no room: warming would evict blocks the reads put there
 	warmDiskSlow                      // the reads would queue beside the foreground's
 	warmCompacting                    // wait for the compaction to end
+	warmWriting                       // the tree is changing: its new tables may soon be compacted again
 )
 
 func (v warmVerdict) String() string {
@@ -50,6 +53,8 @@ func (v warmVerdict) String() string {
 		return "disk slow"
 	case warmCompacting:
 		return "compacting"
+	case warmWriting:
+		return "writing"
 	}
 	return "unknown"
 }
@@ -60,12 +65,22 @@ type warmPolicy struct {
 	// cache is sharded, and a shard that fills evicts even while others
 	// have room, so warming stops short of full.
 	headroom int64
+	// quiet is how long the tree must go without a flush or compaction
+	// ending before the warmer reads: under a sustained load, the tables
+	// flushes and compactions write are soon compacted again, and warming
+	// them would be CPU spent on blocks about to leave the cache.
+	quiet time.Duration
 }
+
+// warmQuiet is the policy's quiet: longer than the gap between a load's
+// flushes and compactions, short beside the minutes a restarted or freshly
+// loaded store reads for.
+const warmQuiet = time.Second
 
 // newWarmPolicy is the policy for a block cache of capacity bytes: it
 // leaves a sixteenth free, at least 1 MiB.
 func newWarmPolicy(capacity int64) warmPolicy {
-	return warmPolicy{headroom: max(capacity/16, 1<<20)}
+	return warmPolicy{headroom: max(capacity/16, 1<<20), quiet: warmQuiet}
 }
 
 // decide is the verdict for the next batch of at most batch bytes. A slow
@@ -78,6 +93,8 @@ func (p warmPolicy) decide(s warmState, batch int64) warmVerdict {
 		return warmCacheFull
 	case s.compacting > 0:
 		return warmCompacting
+	case s.sinceWrite < p.quiet:
+		return warmWriting
 	}
 	return warmGo
 }

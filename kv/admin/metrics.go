@@ -107,7 +107,7 @@ func newCollector(db *kv.DB) *collector {
 		warmBytes:         d("warm_block_bytes_total", "Bytes of blocks warming read from the filesystem into the block cache."),
 		warmSeconds:       d("warm_step_seconds_total", "Time warming's steps took in the read pool."),
 		warmPending:       d("warm_pending_bytes", "Bytes of the tables whose key spans are left to warm."),
-		warmStoodDown:     d("warm_stood_down_total", "Times warming stood down, by reason: cache full, disk slow, compacting.", "reason"),
+		warmStoodDown:     d("warm_stood_down_total", "Times warming stood down, by reason: cache full, disk slow, compacting, writing.", "reason"),
 		warmHotSetSeconds: d("warm_hot_set_seconds", "How long after Open warming the saved hot set took; 0 until done or without one."),
 		warmRows:          d("warm_rows_total", "Keys of the saved row cache read back into it after Open."),
 		diskBytes:         d("storage_disk_bytes", "Disk space the store uses."),
@@ -237,7 +237,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.warmBytes, float64(w.BlockBytes))
 		counter(c.warmSeconds, w.Busy.Seconds())
 		gauge(c.warmPending, float64(w.PendingBytes))
-		for _, reason := range []string{"cache full", "disk slow", "compacting"} {
+		for _, reason := range []string{"cache full", "disk slow", "compacting", "writing"} {
 			counter(c.warmStoodDown, float64(w.StoodDown[reason]), reason)
 		}
 		gauge(c.warmHotSetSeconds, w.HotSetWarmedIn.Seconds())

@@ -226,7 +226,7 @@ func TestMetrics_Warming(t *testing.T) {
 	for _, name := range []string{"coopkv_warm_block_bytes_total", "coopkv_warm_step_seconds_total", "coopkv_warm_rows_total"} {
 		assert.GreaterOrEqual(t, value(t, fams, name, dto.MetricType_COUNTER), 0.0, name)
 	}
-	assert.Len(t, fams["coopkv_warm_stood_down_total"].GetMetric(), 3, "one per reason")
+	assert.Len(t, fams["coopkv_warm_stood_down_total"].GetMetric(), 4, "one per reason")
 
 	off, err := kv.Open("", &kv.Options{InMemory: true, NoWarm: true})
 	require.NoError(t, err)
