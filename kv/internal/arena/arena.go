@@ -170,8 +170,8 @@ func (a *Arena) Put(key, val []byte) (r Ref, cost int64, ok bool) {
 // between two looks at its head's generation).
 func (a *Arena) Keys(fn func(key []byte) bool) {
 	for w := range a.heads {
-		for bits := a.heads[w].Load(); bits != 0; bits &= bits - 1 {
-			head := uint32(w*64 + trailingZeros(bits))
+		for set := a.heads[w].Load(); set != 0; set &= set - 1 {
+			head := uint32(w*64 + bits.TrailingZeros64(set))
 			if key, ok := a.keyAt(head); ok && !fn(key) {
 				return
 			}
@@ -406,8 +406,6 @@ func loadRunWords(p unsafe.Pointer, b []byte) {
 		copy(b, w[:])
 	}
 }
-
-func trailingZeros(x uint64) int { return bits.TrailingZeros64(x) }
 
 // tailWord is the last, partial word of a byte string: its bytes, then
 // zeros.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -174,6 +175,12 @@ func TestArena_ReadersBesideChurn(t *testing.T) {
 			})
 		}
 	})
+	// The readers start once the writers have put entries: on 2 CPUs the
+	// lister's loop and fast readers could otherwise finish before a
+	// writer ran.
+	for a.InUse() == 0 {
+		runtime.Gosched()
+	}
 	for range 4 {
 		readers.Go(func() {
 			for i := range 5000 {
