@@ -44,7 +44,6 @@ import (
 type rowCache struct {
 	c    *ristretto.Cache[[]byte, cacheEntry]
 	mem  *arena.Arena
-	seed maphash.Seed
 	gens []atomic.Uint64
 	mask uint64
 	// ranges is the stripes' word for range deletions, which may cover any
@@ -115,7 +114,7 @@ func stripesFor(size int64) int {
 
 func newRowCache(size int64) (*rowCache, error) {
 	n := stripesFor(size)
-	rc := &rowCache{seed: maphash.MakeSeed(), gens: make([]atomic.Uint64, n), mask: uint64(n - 1)}
+	rc := &rowCache{gens: make([]atomic.Uint64, n), mask: uint64(n - 1)}
 	rc.door = newDoorkeeper(size / minEntryCost)
 	// The stripes, the doorkeeper's bits and the arena's bit per chunk
 	// come out of the size.
@@ -147,7 +146,14 @@ func newRowCache(size int64) (*rowCache, error) {
 	return rc, nil
 }
 
-func (rc *rowCache) hash(key []byte) uint64 { return maphash.Bytes(rc.seed, key) }
+func (rc *rowCache) hash(key []byte) uint64 { return keyHash(key) }
+
+// keySeed seeds keyHash, the one hash of a key the store's stripes use:
+// the row cache's and its doorkeeper's, and the oracle's.
+var keySeed = maphash.MakeSeed()
+
+// keyHash hashes key for the store's stripe tables.
+func keyHash(key []byte) uint64 { return maphash.Bytes(keySeed, key) }
 
 func (rc *rowCache) stripe(key []byte) *atomic.Uint64 { return rc.stripeOf(rc.hash(key)) }
 
@@ -239,13 +245,13 @@ func (rc *rowCache) keys(maxBytes int) [][]byte {
 
 // beforeWrite is called before a write of key goes to Pebble: from now on
 // the stripe serves no hits and takes no puts until the write has ended
-// (written). It returns the stamp for written: the stripe's word with the
+// (afterWrite). It returns the stamp for afterWrite: the stripe's word with the
 // write counted, and the range word.
 func (rc *rowCache) beforeWrite(key []byte) cacheStamp {
 	return cacheStamp{gen: rc.stripe(key).Add(writeStarts), ranges: rc.ranges.Load()}
 }
 
-// written ends a write of key that beforeWrite started, once Pebble has it
+// afterWrite ends a write of key that beforeWrite started, once Pebble has it
 // or the write failed: val is the value written (nil with del, a delete, or
 // a failed write) and st what beforeWrite returned.
 //
@@ -262,7 +268,7 @@ func (rc *rowCache) beforeWrite(key []byte) cacheStamp {
 // write counts as the key's first miss for the doorkeeper instead, so that
 // a key read soon after it was written (YCSB D's latest keys) is cached
 // from its first read.
-func (rc *rowCache) written(key, val []byte, del bool, st cacheStamp) {
+func (rc *rowCache) afterWrite(key, val []byte, del bool, st cacheStamp) {
 	h := rc.hash(key)
 	g := rc.stripeOf(h).Add(writeEnds)
 	if !del {

@@ -148,7 +148,7 @@ func TestRowCache_NothingReadDuringAWriteIsCached(t *testing.T) {
 	b, err := db.Get(ctx, k)
 	require.NoError(t, err)
 	assert.Equal(t, "v1", string(b), "a value read while the write was in flight was served")
-	db.cache.written(k, []byte("v1"), false, gen)
+	db.cache.afterWrite(k, []byte("v1"), false, gen)
 
 	assert.False(t, db.cache.put(k, []byte("v0"), g), "a put from before the write's end")
 	got, err := db.Get(ctx, k)

@@ -115,8 +115,13 @@ type commitRecord struct {
 // conflictLog is the log itself. The zero value is ready, and keeps at
 // most defaultConflictLogBytes of records.
 type conflictLog struct {
-	seq     uint64         // the last commit's sequence
-	open    map[uint64]int // open transactions by the sequence they began at
+	seq  uint64         // the last commit's sequence
+	open map[uint64]int // open transactions by the sequence they began at
+	// starts are the sequences in open, ascending, and some that no
+	// longer are (dropped from the front as they are met): a start is
+	// never below an earlier one (begin), so the oldest open transaction
+	// is found in O(1).
+	starts []uint64
 	commits []commitRecord // ascending seq, only while a transaction is open or the write is in flight
 	// inflight are the sequences of writes recorded but not yet applied
 	// (recordInFlight), ascending.
@@ -147,8 +152,28 @@ func (l *conflictLog) begin() uint64 {
 	if len(l.inflight) > 0 {
 		start = l.inflight[0] - 1
 	}
-	l.open[start]++
+	if l.open[start]++; l.open[start] == 1 {
+		// Never below the last: l.seq only grows, and so does the first
+		// write in flight (recorded ascending; only a done moves it, up).
+		// Kept sorted all the same, should that ever change.
+		if n := len(l.starts); n == 0 || l.starts[n-1] < start {
+			l.starts = append(l.starts, start)
+		} else if i, found := slices.BinarySearch(l.starts, start); !found {
+			l.starts = slices.Insert(l.starts, i, start)
+		}
+	}
 	return start
+}
+
+// oldestOpen is the start of the oldest open transaction, false for none.
+func (l *conflictLog) oldestOpen() (uint64, bool) {
+	for len(l.starts) > 0 {
+		if s := l.starts[0]; l.open[s] > 0 {
+			return s, true
+		}
+		l.starts = l.starts[1:]
+	}
+	return 0, false
 }
 
 // end closes a transaction that began at start (committed or rolled back)
@@ -249,7 +274,7 @@ func (l *conflictLog) prune() {
 	if len(l.inflight) > 0 {
 		oldest = l.inflight[0] - 1
 	}
-	for s := range l.open {
+	if s, ok := l.oldestOpen(); ok {
 		oldest = min(oldest, s)
 	}
 	if oldest == l.seq {

@@ -133,3 +133,22 @@ func TaskIDFrom(ctx context.Context) (uint64, bool) {
 	id, ok := ctx.Value(taskIDKey).(uint64)
 	return id, ok
 }
+
+// readOptions is spawnOptions for a read of the store whose first key is
+// origin, a point read or not, with the runaway watches applied (see
+// governor.watched).
+func (db *DB) readOptions(ctx context.Context, origin []byte, point bool) (readpool.SpawnOptions, error) {
+	o, err := spawnOptions(ctx, db.groupsIfControlled())
+	if err != nil || db.gov == nil {
+		return o, err
+	}
+	return o, db.gov.watched(&o, origin, point)
+}
+
+// firstOf is keys[0], nil for none: a MultiGet's origin.
+func firstOf(keys [][]byte) []byte {
+	if len(keys) == 0 {
+		return nil
+	}
+	return keys[0]
+}

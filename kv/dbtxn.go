@@ -48,7 +48,8 @@ func (db *DB) NewTxn(ctx context.Context) (*Txn, error) {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	start, ps := db.beginTxn()
+	start := db.oracle.begin()
+	ps := db.pdb.NewSnapshot() // after the start: see oracle.begin
 	return NewTxnFrom(&dbTxn{db: db, view: txnView{snap: db.trackSnapshot(ps), start: start}}), nil
 }
 
@@ -76,7 +77,7 @@ func (v *txnView) read(key []byte) ([]byte, error) { return v.snap.read(key) }
 // any write whose value the lookup saw (oracle.unwrittenSince).
 func (v *txnView) cacheFor(key []byte) cacheUse {
 	if v.snap.db.oracle.unwrittenSince(key, v.start) {
-		return cacheHits
+		return cacheIfUnchanged
 	}
 	return noCache
 }
@@ -251,7 +252,7 @@ func (t *dbTxn) release() {
 	t.ended = true
 	_ = t.view.snap.Close()
 	if !t.endedInLog {
-		t.db.endTxn(t.view.start)
+		t.db.oracle.end(t.view.start)
 	}
 	t.writes = nil
 }

@@ -1,14 +1,13 @@
 package kv
 
 import (
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/coopkv/coopkv/kv/internal/diskfs"
 	"github.com/coopkv/coopkv/readpool"
 )
 
@@ -22,14 +21,14 @@ import (
 // Only when the disk is slow, though: telling the pool of a read the page
 // cache answers in a few microseconds would wake an extra worker for
 // nothing, and put more steps on the CPU than Workers until the next step
-// boundary. The diskPolicy below decides from the reads' moving average.
+// boundary. The slowReadRule below decides from the reads' moving average.
 
-// diskPolicy says, from the recent table reads' latency, whether a read is
+// slowReadRule says, from the recent table reads' latency, whether a read is
 // slow enough to give its CPU slot away: a pure rule, the times passed in.
 // A read from the page cache takes a few microseconds; an SSD's from
 // ~80 µs, a network volume's 200 µs to a few ms. Go's runtime takes a P
 // from a goroutine in a system call after ~20 µs.
-type diskPolicy struct {
+type slowReadRule struct {
 	// slow is the moving average at or above which reads tell the pool.
 	slow time.Duration
 }
@@ -44,18 +43,18 @@ const defaultSlowRead = 30 * time.Microsecond
 // took long because its goroutine was preempted (10 ms on a loaded
 // machine) cannot make a fast disk slow, while five slow reads in a row
 // do, and six fast ones undo it.
-func (d diskPolicy) next(avg, took time.Duration) time.Duration {
+func (d slowReadRule) next(avg, took time.Duration) time.Duration {
 	return avg + (min(took, 2*d.slow)-avg)/8
 }
 
 // blocking reports whether, with the moving average at avg, the next read
 // should tell the pool.
-func (d diskPolicy) blocking(avg time.Duration) bool { return avg >= d.slow }
+func (d slowReadRule) blocking(avg time.Duration) bool { return avg >= d.slow }
 
 // diskReads is what the store's filesystem knows of its table reads: their
 // moving average latency, and the pool to tell of slow ones.
 type diskReads struct {
-	policy diskPolicy
+	policy slowReadRule
 	epoch  time.Time
 	// avg is the moving average read latency (a time.Duration). Reads
 	// update it without a lock: two racing updates lose one, which only
@@ -79,7 +78,7 @@ type tableReads struct {
 
 // table returns the entry of the table file name, of size bytes.
 func (r *diskReads) table(name string, size int64) *tableReads {
-	num, ok := tableNum(name)
+	num, ok := diskfs.FileNum(name)
 	if !ok {
 		return &tableReads{size: size}
 	}
@@ -90,25 +89,13 @@ func (r *diskReads) table(name string, size int64) *tableReads {
 // forget drops the entry of a deleted table.
 func (r *diskReads) forget(num uint64) { r.tables.Delete(num) }
 
-// tableNum is the file number of a table's path ("dir/000123.sst": 123).
-func tableNum(name string) (uint64, bool) {
-	i := strings.LastIndexAny(name, `/\`)
-	base := name[i+1:]
-	dot := strings.IndexByte(base, '.')
-	if dot <= 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(base[:dot], 10, 64)
-	return n, err == nil
-}
-
 // newDiskReads watches reads that are slow from an average of slow (0 =
 // defaultSlowRead).
 func newDiskReads(slow time.Duration) *diskReads {
 	if slow == 0 {
 		slow = defaultSlowRead
 	}
-	return &diskReads{policy: diskPolicy{slow: slow}, epoch: time.Now()}
+	return &diskReads{policy: slowReadRule{slow: slow}, epoch: time.Now()}
 }
 
 // slow reports whether the disk's reads are slow now.
@@ -139,26 +126,6 @@ func (r *diskReads) exit(start time.Duration, told *readpool.Pool) {
 		r.told.Add(1)
 		told.ExitBlocking()
 	}
-}
-
-// isTable reports whether name is a file whose reads are watched: Pebble's
-// tables and blob files, the reads of Get, Scan and the coprocessor.
-func isTable(name string) bool {
-	n := len(name)
-	return n > 4 && name[n-4:] == ".sst" || n > 5 && name[n-5:] == ".blob"
-}
-
-// Open opens a file for reading; a table's reads are watched.
-func (fs *storeFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
-	f, err := fs.FS.Open(name, opts...)
-	if err != nil || fs.reads == nil || !isTable(name) {
-		return f, err
-	}
-	var size int64
-	if st, err := f.Stat(); err == nil {
-		size = st.Size()
-	}
-	return &tableFile{File: f, reads: fs.reads, table: fs.reads.table(name, size)}, nil
 }
 
 // tableFile is a table open for reading, its reads watched.

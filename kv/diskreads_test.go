@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestDiskPolicy(t *testing.T) {
-	d := diskPolicy{slow: defaultSlowRead}
+func TestSlowReadRule(t *testing.T) {
+	d := slowReadRule{slow: defaultSlowRead}
 	for _, c := range []struct {
 		name      string
 		avg, took time.Duration
@@ -33,15 +33,6 @@ func TestDiskPolicy(t *testing.T) {
 			assert.Equal(t, c.want, got)
 			assert.Equal(t, c.blocking, d.blocking(got))
 		})
-	}
-}
-
-func TestIsTable(t *testing.T) {
-	for name, want := range map[string]bool{
-		"db/000012.sst": true, "000007.blob": true, "db/000003.log": false,
-		"MANIFEST-000001": false, "OPTIONS-000004": false, ".sst": false, "sst": false,
-	} {
-		assert.Equal(t, want, isTable(name), name)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // embedded store's is one too (dbSnapshot) — at one interface call per
 // read. An Iterator holds either its own machinery or a backend's Rows,
 // and branches on which, so that no Scan of *DB pays an interface call per
-// row.
+// row. A Txn runs through a TxnBackend (NewTxnFrom), whose scans merge the
+// transaction's own writes with MergeOwnWrites.
 
 // Rows is a backend's running scan, read by the Iterator NewIterator makes
 // of it. Only the Iterator's reader calls Next; Close may come from any
@@ -165,4 +166,53 @@ func (s *backendSnapshot) Close() error {
 		return nil
 	}
 	return s.b.Close()
+}
+
+// TxnBackend is a backend's transaction, as NewTxnFrom wraps it: the
+// methods of Txn, with the semantics Txn documents. The Txn checks keys for
+// emptiness and refuses calls once done; the backend is called for nothing
+// after its Commit or Rollback, and Rollback is called at most once, never
+// after Commit.
+type TxnBackend interface {
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error)
+	Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	// Commit applies the buffered writes or fails; it releases the
+	// transaction either way.
+	Commit(ctx context.Context) error
+	Rollback()
+}
+
+// NewTxnFrom returns a Txn that runs through b.
+func NewTxnFrom(b TxnBackend) *Txn { return &Txn{b: b} }
+
+// OwnWrite is a transaction's buffered write of a key, as MergeOwnWrites
+// merges it into a scan of the transaction's snapshot.
+type OwnWrite struct {
+	Key, Value []byte
+	Delete     bool
+}
+
+// MergeHooks tell a backend what a merged scan returned, for its read set.
+type MergeHooks struct {
+	// Row, when not nil, is called on the reader's goroutine with each row
+	// about to be returned; fromSnapshot says whether the snapshot's scan
+	// returned it (false: one of the transaction's own writes).
+	Row func(key []byte, fromSnapshot bool)
+	// End, when not nil, is called once when the scan stops without an
+	// error: complete when it read its range to the end, false when it
+	// stopped at its Limit or was closed before. Close may call it from
+	// another goroutine than Row's.
+	End func(complete bool)
+}
+
+// MergeOwnWrites returns Rows (for NewIterator) that merge under, a scan of
+// a transaction's snapshot, with own, the transaction's writes in the
+// scan's range in the scan's order: a write of a key replaces the
+// snapshot's row, a deletion hides it. At most limit rows (0: all); under
+// must be able to return limit + len(own) rows. Close closes under.
+func MergeOwnWrites(under *Iterator, own []OwnWrite, limit int, reverse bool, hooks MergeHooks) Rows {
+	return &mergedRows{under: under, own: own, limit: limit, reverse: reverse, hooks: hooks}
 }

@@ -160,7 +160,7 @@ func (t *getTask) serveFromCache() (int64, bool) {
 		h(t.key)
 	}
 	val, ok, gen := t.db.cache.lookup(t.key)
-	if ok && (t.use == ownCache || t.v.cacheFor(t.key) == cacheHits) {
+	if ok && (t.use == ownCache || t.v.cacheFor(t.key) == cacheIfUnchanged) {
 		t.val = val
 		return int64(len(val)), true
 	}

@@ -6,35 +6,6 @@ import (
 	"sync"
 )
 
-// OwnWrite is a transaction's buffered write of a key, as MergeOwnWrites
-// merges it into a scan of the transaction's snapshot.
-type OwnWrite struct {
-	Key, Value []byte
-	Delete     bool
-}
-
-// MergeHooks tell a backend what a merged scan returned, for its read set.
-type MergeHooks struct {
-	// Row, when not nil, is called on the reader's goroutine with each row
-	// about to be returned; fromSnapshot says whether the snapshot's scan
-	// returned it (false: one of the transaction's own writes).
-	Row func(key []byte, fromSnapshot bool)
-	// End, when not nil, is called once when the scan stops without an
-	// error: complete when it read its range to the end, false when it
-	// stopped at its Limit or was closed before. Close may call it from
-	// another goroutine than Row's.
-	End func(complete bool)
-}
-
-// MergeOwnWrites returns Rows (for NewIterator) that merge under, a scan of
-// a transaction's snapshot, with own, the transaction's writes in the
-// scan's range in the scan's order: a write of a key replaces the
-// snapshot's row, a deletion hides it. At most limit rows (0: all); under
-// must be able to return limit + len(own) rows. Close closes under.
-func MergeOwnWrites(under *Iterator, own []OwnWrite, limit int, reverse bool, hooks MergeHooks) Rows {
-	return &mergedRows{under: under, own: own, limit: limit, reverse: reverse, hooks: hooks}
-}
-
 // mergedRows is MergeOwnWrites' Rows. Only the reader touches the merge's
 // state; ended is shared with Close.
 type mergedRows struct {

@@ -205,7 +205,7 @@ func (t *multiGetTask) Done(err error) {
 const (
 	// minPartKeys is the fewest keys a part reads. A part costs a task, a
 	// hand-off to a worker and an iterator, a few microseconds of CPU,
-	// against at least four reads of 30 µs or more (diskPolicy's slow);
+	// against at least four reads of 30 µs or more (slowReadRule's slow);
 	// it also makes 2 × 4 = 8 keys the smallest MultiGet that is split,
 	// since fewer would leave a part below 4 keys.
 	minPartKeys = 4

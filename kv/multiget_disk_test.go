@@ -14,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/kv/internal/diskfs"
 )
 
 var multiGetSeed = flag.Uint64("multiget.seed", 0, "seed of TestMultiGet_SplitEqualsOneTask (0 = from the clock); a failing run logs its seed")
@@ -177,7 +179,7 @@ func newHoldFS() *holdFS {
 
 func (fs *holdFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	f, err := fs.FS.Open(name, opts...)
-	if err != nil || !isTable(name) {
+	if err != nil || !diskfs.IsTable(name) {
 		return f, err
 	}
 	return &holdFile{File: f, fs: fs}, nil

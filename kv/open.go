@@ -3,7 +3,6 @@ package kv
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"os"
 	"syscall"
@@ -136,7 +135,6 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 	po = po.Clone()
 	po.EnsureDefaults()
 	db := &DB{opts: o, dir: dir, popts: po, pdb: pdb, wopts: pebble.Sync, direct: map[*scan.Direct]struct{}{}, snapshots: map[*dbSnapshot]struct{}{}, closers: closers, disk: disk, reads: reads, warm: warm, groups: resource.NewManager(), closeDone: make(chan struct{})}
-	db.oracle.seed = maphash.MakeSeed()
 	if err := db.checkTableFiles(); err != nil {
 		db.closeStorage()
 		return nil, fmt.Errorf("kv: open %s: %w", dir, err)
@@ -144,6 +142,7 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 	if o.NoSync {
 		db.wopts = pebble.NoSync
 	}
+	db.oracle.env = db.oracleEnv()
 	if o.RowCacheSize > 0 {
 		if db.cache, err = buildRowCache(o.RowCacheSize); err != nil {
 			db.closeStorage() // Pebble and the closers: the disk-health checker too

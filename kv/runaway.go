@@ -1,11 +1,9 @@
 package kv
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync/atomic"
 
 	"github.com/coopkv/coopkv/readpool"
@@ -27,13 +25,10 @@ import (
 // at once, across groups: a quarter of the workers, at least one. The rest
 // wait their turn (readpool.Cooled): the lowest priority alone lets
 // cooled-down reads take every worker whenever nothing else is queued, and
-// the program's own goroutines then wait for a P beside them.
-func cooledSlots(workers int) int {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	return max(1, workers/4)
-}
+// the program's own goroutines then wait for a P beside them. workers is
+// Options.Workers with its default filled (Options.ensureDefaults: the
+// pool's).
+func cooledSlots(workers int) int { return max(1, workers/4) }
 
 // governor is the store's readpool.Governor.
 type governor struct {
@@ -103,10 +98,9 @@ func groupName(grp *resource.Group) string {
 
 // unwatchedPoint is the Governed of a point read without a task id until
 // a rule first applies to it: it has no identity to watch
-// (resource.WatchKey.None). Before it, such a read that yielded took its
-// first key for a start key in Govern, and a MultiGet from the key a
-// watched scan had started at was killed (seen in CI, as a flake: only a
-// MultiGet whose step yields reaches Govern).
+// (resource.WatchKey.None); without it, a MultiGet whose step yields would
+// reach Govern keyed by its first key, and share a watch with a scan that
+// started there (TestRunaway_YieldingMultiGetIsNotAWatchedScan).
 var unwatchedPoint any = &struct{ _ byte }{}
 
 // watchKey is a read's identity for watches: its task id, or without one
@@ -190,23 +184,4 @@ func (g *governor) watched(o *readpool.SpawnOptions, origin []byte, point bool) 
 	o.Demoted = v.Demote
 	o.Governed = &rd
 	return nil
-}
-
-// readOptions is spawnOptions for a read of the store whose first key is
-// origin, a point read or not, with the runaway watches applied (see
-// governor.watched).
-func (db *DB) readOptions(ctx context.Context, origin []byte, point bool) (readpool.SpawnOptions, error) {
-	o, err := spawnOptions(ctx, db.groupsIfControlled())
-	if err != nil || db.gov == nil {
-		return o, err
-	}
-	return o, db.gov.watched(&o, origin, point)
-}
-
-// firstOf is keys[0], nil for none: a MultiGet's origin.
-func firstOf(keys [][]byte) []byte {
-	if len(keys) == 0 {
-		return nil
-	}
-	return keys[0]
 }

@@ -266,5 +266,7 @@ func TestRunaway_CooledSlots(t *testing.T) {
 	for workers, want := range map[int]int{1: 1, 2: 1, 4: 1, 7: 1, 8: 2, 16: 4} {
 		assert.Equal(t, want, cooledSlots(workers), "%d workers", workers)
 	}
-	assert.Equal(t, max(1, runtime.GOMAXPROCS(0)/4), cooledSlots(0), "0: GOMAXPROCS workers")
+	var o Options
+	o.ensureDefaults()
+	assert.Equal(t, max(1, runtime.GOMAXPROCS(0)/4), cooledSlots(o.Workers), "the default: GOMAXPROCS workers")
 }

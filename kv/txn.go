@@ -43,26 +43,6 @@ type Txn struct {
 	done bool
 }
 
-// TxnBackend is a backend's transaction, as NewTxnFrom wraps it: the
-// methods of Txn, with the semantics Txn documents. The Txn checks keys for
-// emptiness and refuses calls once done; the backend is called for nothing
-// after its Commit or Rollback, and Rollback is called at most once, never
-// after Commit.
-type TxnBackend interface {
-	Get(ctx context.Context, key []byte) ([]byte, error)
-	MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error)
-	Scan(ctx context.Context, start, end []byte, opts *ScanOptions) *Iterator
-	Set(key, value []byte) error
-	Delete(key []byte) error
-	// Commit applies the buffered writes or fails; it releases the
-	// transaction either way.
-	Commit(ctx context.Context) error
-	Rollback()
-}
-
-// NewTxnFrom returns a Txn that runs through b.
-func NewTxnFrom(b TxnBackend) *Txn { return &Txn{b: b} }
-
 // Get returns the value of key as the Txn sees it — its own write first,
 // else the store as of NewTxn — or ErrNotFound. The caller owns the result.
 func (t *Txn) Get(ctx context.Context, key []byte) ([]byte, error) {

@@ -493,7 +493,7 @@ func TestTxn_GroupCommitChecksInOrder(t *testing.T) {
 		o.queue, o.leading = nil, false
 		o.qmu.Unlock()
 		require.Len(t, group, 2)
-		db.commitGroup(group)
+		o.commitGroup(group)
 		var winner string
 		var conflicts int
 		for range 2 {

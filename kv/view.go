@@ -33,7 +33,7 @@ type view interface {
 	read(key []byte) ([]byte, error)
 	// cacheFor says how the row cache may answer a Get of key from the
 	// view on its caller's goroutine (Get's fast path). It is asked before
-	// the lookup, and again after it for cacheHits.
+	// the lookup, and again after it for cacheIfUnchanged.
 	cacheFor(key []byte) cacheUse
 }
 
@@ -49,11 +49,11 @@ const (
 	// and the Get's step goes straight to Pebble and puts the value it
 	// reads (DB.readStorage).
 	ownCache
-	// cacheHits: a Txn's. A hit is the answer if the key still has the
+	// cacheIfUnchanged: a Txn's. A hit is the answer if the key still has the
 	// view's value (cacheFor says so again after the lookup); a miss is
 	// neither counted nor filled, as the view's value may be older than
 	// the cache's.
-	cacheHits
+	cacheIfUnchanged
 )
 
 // The store's live state is a view: every iterator opened on it sees the

@@ -42,7 +42,7 @@ func (db *DB) writeKey(op string, key, value []byte, del bool) error {
 		db.writeFailed(key, gen)
 		return fmt.Errorf("kv: %s %q: %w", op, key, err)
 	}
-	db.written(key, value, del, gen)
+	db.afterWrite(key, value, del, gen)
 	return nil
 }
 
@@ -59,7 +59,7 @@ func (db *DB) applyOne(key, value []byte, del bool) error {
 	if err != nil {
 		return err
 	}
-	return db.applyBatch(pb, func() writeSet { return writeSet{keys: [][]byte{bytes.Clone(key)}} }, nil)
+	return db.oracle.apply(pb, func() writeSet { return writeSet{keys: [][]byte{bytes.Clone(key)}} }, nil)
 }
 
 // committed is the outcome of a write Pebble returned err for: once the
@@ -72,8 +72,8 @@ func (db *DB) committed(err error) error {
 	return err
 }
 
-// beforeWrite and then written or writeFailed bracket a write of key to
-// Pebble for the row cache (rowCache.beforeWrite, rowCache.written).
+// beforeWrite and then afterWrite or writeFailed bracket a write of key to
+// Pebble for the row cache (rowCache.beforeWrite, rowCache.afterWrite).
 func (db *DB) beforeWrite(key []byte) cacheStamp {
 	if db.cache == nil {
 		return cacheStamp{}
@@ -81,12 +81,12 @@ func (db *DB) beforeWrite(key []byte) cacheStamp {
 	return db.cache.beforeWrite(key)
 }
 
-func (db *DB) written(key, val []byte, del bool, gen cacheStamp) {
+func (db *DB) afterWrite(key, val []byte, del bool, gen cacheStamp) {
 	if h := db.hooks.afterWrite; h != nil {
 		h(key)
 	}
 	if db.cache != nil {
-		db.cache.written(key, val, del, gen)
+		db.cache.afterWrite(key, val, del, gen)
 	}
 }
 
@@ -94,7 +94,7 @@ func (db *DB) written(key, val []byte, del bool, gen cacheStamp) {
 // cache, as nothing says what Pebble holds for it now.
 func (db *DB) writeFailed(key []byte, gen cacheStamp) {
 	if db.cache != nil {
-		db.cache.written(key, nil, true, gen)
+		db.cache.afterWrite(key, nil, true, gen)
 	}
 }
 
@@ -188,7 +188,7 @@ func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 	if tx != nil {
 		ws = func() writeSet { return txnWriteSet(ops) }
 	}
-	err := db.applyBatch(pb, ws, tx)
+	err := db.oracle.apply(pb, ws, tx)
 	if err == ErrConflict {
 		for i, op := range ops {
 			if gens != nil {
@@ -221,7 +221,7 @@ func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 		if gens != nil {
 			gen = gens[i]
 		}
-		db.written(op.Key, op.Value, op.Kind == OpDelete, gen)
+		db.afterWrite(op.Key, op.Value, op.Kind == OpDelete, gen)
 	}
 	return nil
 }
@@ -267,4 +267,20 @@ func (db *DB) DeleteRange(start, end []byte) error {
 		return db.closedOr(b.err)
 	}
 	return db.Apply(&b)
+}
+
+// oracleEnv is the store's side of the oracle: Pebble's write paths with
+// the store's write options, and writeMu as the writers' lock.
+func (db *DB) oracleEnv() oracleEnv {
+	env := oracleEnv{
+		apply: func(pb *pebble.Batch) error { return db.pdb.Apply(pb, db.wopts) },
+		stopWrites: func() func() {
+			db.writeMu.Lock()
+			return db.writeMu.Unlock
+		},
+	}
+	if db.wopts.Sync {
+		env.applyNoSyncWait = func(pb *pebble.Batch) error { return db.pdb.ApplyNoSyncWait(pb, db.wopts) }
+	}
+	return env
 }

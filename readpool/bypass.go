@@ -12,7 +12,9 @@ import "time"
 // the queue would not let the task start at once (Queue.MayInline: under
 // resource control, a limited group out of tokens, whose reads must wait
 // like any other; under the MLFQ, a task with an id, whose time only the
-// queue may account). A served read counts as spawned and completed (and
+// queue may account; under either, a demoted read, which runs only in a
+// cooled slot). Its entry is the one Spawn would queue (SpawnOptions.entry),
+// so the queue judges a hit as it would judge the task. A served read counts as spawned and completed (and
 // in Stats.Bypassed), and the Accountant is charged for it as for a
 // one-step task, so a group's RU include its cache hits.
 func (p *Pool) Bypass(o SpawnOptions, serve func() (bytes int64, ok bool)) bool {
@@ -20,7 +22,7 @@ func (p *Pool) Bypass(o SpawnOptions, serve func() (bytes int64, ok bool)) bool 
 		return false
 	}
 	e := p.entries.Get().(*Entry)
-	*e = Entry{TaskID: o.TaskID, Fixed: o.Fixed, FixedLevel: o.Level, Group: o.Group, Priority: o.Priority, Tag: o.Tag}
+	*e = o.entry()
 	defer func() {
 		*e = Entry{}
 		p.entries.Put(e)

@@ -30,7 +30,8 @@ func TestEntryList_Remove(t *testing.T) {
 	assert.Same(t, es[3], l.Pop())
 	assert.Nil(t, l.Pop())
 	l.Push(es[0])
-	assert.Same(t, es[0], l.Front(), "usable again after emptying")
+	assert.Equal(t, 1, l.Len(), "usable again after emptying")
+	assert.Same(t, es[0], l.Pop())
 }
 
 // The heap against a sorted model, under random pushes, pops and removals

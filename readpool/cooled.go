@@ -7,10 +7,10 @@ import "time"
 // does not keep a cooled-down read from the CPU: while nothing else is
 // queued it takes every worker, and the program's own goroutines that want
 // a P beside it — request handlers, Gets answered from the row cache on
-// their callers — wait for Go's scheduler to rotate through the workers.
-// Beside 4 cooled-down whole scans on 2 cores, paced Gets waited ~190 µs
-// at p99 against ~100 µs alone; beside one, ~100 µs. So a cooled-down read
-// also gets at most a few workers: a demoted entry takes a slot to be
+// their callers — wait for Go's scheduler to rotate through the workers,
+// longer the more workers cooled-down reads hold (cmd/kvbench's README,
+// The pool's constants). So a cooled-down read also gets at most a few
+// workers: a demoted entry takes a slot to be
 // queued; without one it waits here, held back (Queue.Held), and the
 // demoted entries take turns at the slots in arrival order.
 //
@@ -27,9 +27,6 @@ type Cooled struct {
 
 // NewCooled returns a cap of max slots; max 0 caps nothing.
 func NewCooled(max int) Cooled { return Cooled{max: max} }
-
-// Capped reports whether entries wait for a slot at all.
-func (c *Cooled) Capped() bool { return c.max > 0 }
 
 // Push takes e as the queue is given it and says what to queue now: e
 // itself (queue), and another entry that has just got a slot (next, nil

@@ -112,9 +112,6 @@ func (l *EntryList) Push(e *Entry) {
 	l.n++
 }
 
-// Front returns the first entry without removing it, or nil.
-func (l *EntryList) Front() *Entry { return l.head }
-
 // Pop removes and returns the first entry, or nil.
 func (l *EntryList) Pop() *Entry {
 	e := l.head

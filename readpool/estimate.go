@@ -64,16 +64,16 @@ func waitEstimate(ahead, free, workers int, step time.Duration) time.Duration {
 	return max(n*step/time.Duration(workers)-step/2, step/time.Duration(workers+1))
 }
 
-// EstimateWait is how long a task spawned now with o would wait for its
+// estimateWait is how long a task spawned now with o would wait for its
 // first step, as SpawnOptions.MaxQueueWait compares it.
-func (p *Pool) EstimateWait(o SpawnOptions) time.Duration {
+func (p *Pool) estimateWait(o SpawnOptions) time.Duration {
 	e := o.entry()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.estimateLocked(&e)
 }
 
-// estimateLocked is EstimateWait of the entry e about to be pushed.
+// estimateLocked is estimateWait of the entry e about to be pushed.
 func (p *Pool) estimateLocked(e *Entry) time.Duration {
 	ahead := p.q.Len()
 	if qp, ok := p.q.(QueuePosition); ok {

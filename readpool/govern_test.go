@@ -144,7 +144,7 @@ func TestSpawn_MaxQueueWaitRefusesWithTheEstimate(t *testing.T) {
 	queued, queuedDone := readyTask()
 	require.NoError(t, p.Go(context.Background(), queued, SpawnOptions{}))
 
-	est := p.EstimateWait(SpawnOptions{})
+	est := p.estimateWait(SpawnOptions{})
 	assert.Positive(t, est, "one task ahead and the worker busy: not zero")
 
 	task, done := readyTask()
@@ -183,13 +183,13 @@ func TestEstimateWait_LentSlotIsBusy(t *testing.T) {
 		defer func() { require.NoError(t, p.Close()) }()
 		synctest.Wait() // the worker parks
 		require.Equal(t, 1, p.Stats().Parked)
-		assert.Zero(t, p.EstimateWait(SpawnOptions{}), "a parked worker takes it at once")
+		assert.Zero(t, p.estimateWait(SpawnOptions{}), "a parked worker takes it at once")
 		release := make(chan struct{})
 		blocker, blockerDone, started := blockingTask(release)
 		go func() { _, _ = p.Spawn(context.Background(), blocker, SpawnOptions{Inline: true}) }()
 		<-started
 		require.EqualValues(t, 1, p.Stats().Inline, "the blocker runs inline, in the worker's lent slot")
-		assert.Positive(t, p.EstimateWait(SpawnOptions{}))
+		assert.Positive(t, p.estimateWait(SpawnOptions{}))
 		close(release)
 		require.NoError(t, <-blockerDone)
 	})
@@ -203,10 +203,10 @@ func TestEstimateWait_AtLeastRecentWaits(t *testing.T) {
 		require.NoError(t, err)
 		defer func() { require.NoError(t, p.Close()) }()
 		synctest.Wait()
-		assert.Zero(t, p.EstimateWait(SpawnOptions{}), "nothing measured, a worker free")
+		assert.Zero(t, p.estimateWait(SpawnOptions{}), "nothing measured, a worker free")
 		p.slots.workers[0].own.firstWait.ns.Store(int64(3 * time.Millisecond))
 		p.slots.workers[1].lent.firstWait.ns.Store(int64(time.Millisecond))
-		assert.Equal(t, 2*time.Millisecond, p.EstimateWait(SpawnOptions{}), "the mean of the slots that measured")
+		assert.Equal(t, 2*time.Millisecond, p.estimateWait(SpawnOptions{}), "the mean of the slots that measured")
 	})
 }
 
@@ -248,7 +248,7 @@ func TestEstimateWait_AgainstMeasuredWait(t *testing.T) {
 				require.NoError(t, p.Go(context.Background(), task, SpawnOptions{}))
 				dones = append(dones, done)
 			}
-			est := p.EstimateWait(SpawnOptions{})
+			est := p.estimateWait(SpawnOptions{})
 			spawned := time.Now()
 			var waited time.Duration
 			probe, probeDone := doneTask(func(*StepContext) Status {

@@ -209,8 +209,10 @@ type SpawnOptions struct {
 	Origin   []byte
 	Governed any
 	// MaxQueueWait, when positive, refuses the task at once with a
-	// *BusyError when its estimated wait for its first step exceeds it
-	// (Pool.EstimateWait): a caller that would rather fail fast than wait.
+	// *BusyError when its estimated wait for its first step — the work
+	// queued ahead of it over the workers, at the steps' recent length
+	// (estimate.go) — exceeds it: a caller that would rather fail fast
+	// than wait.
 	MaxQueueWait time.Duration
 }
 

@@ -695,9 +695,9 @@ func TestSliceUsed(t *testing.T) {
 		var before, after bool
 		task, done := doneTask(func(sc *StepContext) Status {
 			time.Sleep(9 * time.Millisecond) // part of a unit of fake work
-			before = sc.SliceUsed()
+			before = sc.sliceUsed()
 			time.Sleep(time.Millisecond)
-			after = sc.SliceUsed()
+			after = sc.sliceUsed()
 			return Ready
 		})
 		_, err := p.Spawn(context.Background(), task, SpawnOptions{})

@@ -51,20 +51,20 @@ func (sc *StepContext) Waker() Waker { return Waker{sc.h, sc.h.gen} }
 // waits for part of a unit, not all of it. ShouldYield then says to yield.
 func (sc *StepContext) Preempted() bool { return sc.class > sc.p.pre.Load() }
 
-// SliceUsed reports whether the step has used its time slice, without
+// sliceUsed reports whether the step has used its time slice, without
 // counting a unit. One clock read.
-func (sc *StepContext) SliceUsed() bool { return sc.p.now() >= sc.deadline }
+func (sc *StepContext) sliceUsed() bool { return sc.p.now() >= sc.deadline }
 
 // Overdue reports whether a step in the middle of a long unit of work — a
 // scan filling a batch — should end the unit early: more urgent work waits
 // (Preempted), or reads are blocking on a slow disk (Pool.EnterBlocking)
 // and the step has used its slice. There a batch of 1,024 rows of 1 KB is
 // 256 reads, a quarter of a second at 1 ms a read. In memory a unit runs
-// to its end, as before: cut at the slice there too, the e2e p99 of Gets
-// beside 8 scans measured 0.8–2.3 ms against 0.3–0.6 ms (kvbench noisy,
-// four rounds each), for no gain.
+// to its end: a unit is then well under a slice, and cutting it only adds
+// steps, each a trip through the queue for the Gets beside it to wait
+// behind (cmd/kvbench's README, The pool's constants).
 func (sc *StepContext) Overdue() bool {
-	return sc.Preempted() || sc.p.blocked.Load() > 0 && sc.SliceUsed()
+	return sc.Preempted() || sc.p.blocked.Load() > 0 && sc.sliceUsed()
 }
 
 // ShouldYield is asked before each unit of work: true means the step has
@@ -272,9 +272,7 @@ func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (w *worker, sto
 // cooled down) keeps its P between hand-backs to Go's scheduler: lowest
 // priority in the pool's queue, and at Go's scheduler too, so that the
 // program's goroutines that want a P beside it — request handlers, Gets
-// answered from the row cache on their callers — wait less for one.
-// Measured beside 4 cooled-down whole scans on 2 cores (kvbench runaway
-// --action cooldown, four interleaved pairs): paced Gets' e2e p99 182–243
-// µs against 252–276 µs at the full period; a tenth of it did no better.
-// A Gosched costs well under a microsecond: the step pays about 1% more.
+// answered from the row cache on their callers — wait less for one. A
+// Gosched costs well under a microsecond, so the step pays little for it
+// (cmd/kvbench's README, The pool's constants).
 const demotedGoschedDiv = 4

@@ -322,3 +322,28 @@ func (m *Manager) all() []*Group {
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
 }
+
+// refill adds the tokens earned since the last refill, up to one second's
+// worth.
+func (g *Group) refill(cfg *GroupConfig, now time.Duration) {
+	if !g.refilled {
+		g.refilled, g.lastRefill = true, now
+		return
+	}
+	dt := now - g.lastRefill
+	rate := cfg.RUPerSec * microRU // micro-RU per second
+	add := int64(rate * dt.Seconds())
+	if add <= 0 {
+		return // less than a micro-RU earned: keep the time for the next refill
+	}
+	// Advance by the time the added tokens took, keeping the remainder.
+	g.lastRefill += time.Duration(float64(add) / rate * float64(time.Second))
+	capacity := int64(rate)
+	for {
+		t := g.tokens.Load()
+		n := min(t+add, capacity)
+		if n <= t || g.tokens.CompareAndSwap(t, n) {
+			return
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package resource
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -147,9 +146,14 @@ func classFor(e *readpool.Entry, cfg *GroupConfig) int {
 
 func limited(cfg *GroupConfig) bool { return !cfg.Burstable && cfg.RUPerSec > 0 }
 
-// MayInline implements readpool.Queue: unless the task's group is out of
-// tokens. Lock-free: it reads the group's config and bucket atomically.
+// MayInline implements readpool.Queue: unless the task is demoted (a
+// runaway read in cooldown runs only in a cooled slot, as under the MLFQ)
+// or its group is out of tokens. Lock-free: it reads the group's config
+// and bucket atomically.
 func (s *Scheduler) MayInline(e *readpool.Entry) bool {
+	if e.Demoted {
+		return false
+	}
 	g := s.groupOf(e)
 	cfg := *g.config()
 	if limited(&cfg) && g.tokens.Load() <= 0 {
@@ -169,146 +173,6 @@ func (s *Scheduler) keyOf(e *readpool.Entry, g *Group, c int) uint64 {
 	e.Level = lv
 	vt := g.vtime.Load() + uint64(levelPenalty[lv])
 	return uint64(c)<<classShift | min(vt, maxVTime)
-}
-
-// Admit implements readpool.Admitter.
-func (s *Scheduler) Admit(e *readpool.Entry, maxTasks int) bool {
-	g := s.groupOf(e)
-	if g.occupancy >= maxTasks {
-		// The group's own room, held tasks included: a throttled group
-		// cannot pile up tasks without bound.
-		g.rejected.Add(1)
-		return false
-	}
-	cfg := *g.config()
-	c := classFor(e, &cfg)
-	if s.class[c] < maxTasks {
-		return true
-	}
-	// The class is full: admit up to the group's share of its room.
-	mine := share(&cfg)
-	total := mine
-	for _, a := range s.active {
-		if a == g {
-			continue
-		}
-		ac := *a.config()
-		if classOf(ac.Priority) == c {
-			total += share(&ac)
-		}
-	}
-	if float64(g.occupancy) < math.Max(1, float64(maxTasks)*mine/total) {
-		return true
-	}
-	g.rejected.Add(1)
-	return false
-}
-
-// count adds e to its group's occupancy, activating the group, and to its
-// class's.
-func (s *Scheduler) count(e *readpool.Entry, g *Group, c int) {
-	if e.QueueState&qsCounted == 0 {
-		if !g.active && (!g.everActive || s.now-g.idleSince >= IdleGrace) {
-			// Back from idleness: no credit for the time it had nothing to
-			// run. A group idle for less than IdleGrace keeps its place:
-			// its scans were only waiting for their readers to take rows
-			// (Pending tasks are not in the queue), and lifting it every
-			// time would erase the lead a bigger share earns.
-			minV, ok := s.minActiveVTime()
-			if !ok {
-				minV = s.floor
-			}
-			for {
-				v := g.vtime.Load()
-				if v >= minV || g.vtime.CompareAndSwap(v, minV) {
-					break
-				}
-			}
-		}
-		if !g.active {
-			g.active, g.everActive = true, true
-			s.active = append(s.active, g)
-		}
-		g.occupancy++
-		e.QueueState |= qsCounted | uint64(c)<<qsClassShift
-	}
-	if e.QueueState&qsInClass == 0 {
-		s.class[e.QueueState>>qsClassShift]++
-		e.QueueState |= qsInClass
-	}
-}
-
-// leaveClass takes e out of its class's occupancy (it is held, or leaves).
-func (s *Scheduler) leaveClass(e *readpool.Entry) {
-	if e.QueueState&qsInClass != 0 {
-		s.class[e.QueueState>>qsClassShift]--
-		e.QueueState &^= qsInClass
-	}
-}
-
-// uncount takes e out of the occupancy it was counted in.
-func (s *Scheduler) uncount(e *readpool.Entry, g *Group) {
-	if e.QueueState&qsCounted == 0 {
-		return
-	}
-	s.leaveClass(e)
-	e.QueueState = 0
-	g.occupancy--
-	if g.occupancy == 0 {
-		g.active, g.idleSince = false, s.now
-		for i, a := range s.active {
-			if a == g {
-				s.active = append(s.active[:i], s.active[i+1:]...)
-				break
-			}
-		}
-		if len(s.active) == 0 && g != s.m.bg {
-			s.floor = max(s.floor, g.vtime.Load())
-		}
-	}
-}
-
-// The Background group is left out here and from the floor: its share is a
-// ten-thousandth of a tenant's, so its virtual time runs far ahead of
-// theirs, and a tenant back from idleness beside it alone would start
-// there, behind every tenant that stayed active.
-func (s *Scheduler) minActiveVTime() (uint64, bool) {
-	var minV uint64
-	ok := false
-	for _, a := range s.active {
-		if a == s.m.bg {
-			continue
-		}
-		if v := a.vtime.Load(); !ok || v < minV {
-			minV, ok = v, true
-		}
-	}
-	return minV, ok
-}
-
-// refill adds the tokens earned since the last refill, up to one second's
-// worth.
-func (g *Group) refill(cfg *GroupConfig, now time.Duration) {
-	if !g.refilled {
-		g.refilled, g.lastRefill = true, now
-		return
-	}
-	dt := now - g.lastRefill
-	rate := cfg.RUPerSec * microRU // micro-RU per second
-	add := int64(rate * dt.Seconds())
-	if add <= 0 {
-		return // less than a micro-RU earned: keep the time for the next refill
-	}
-	// Advance by the time the added tokens took, keeping the remainder.
-	g.lastRefill += time.Duration(float64(add) / rate * float64(time.Second))
-	capacity := int64(rate)
-	for {
-		t := g.tokens.Load()
-		n := min(t+add, capacity)
-		if n <= t || g.tokens.CompareAndSwap(t, n) {
-			return
-		}
-	}
 }
 
 // Push implements readpool.Queue.

@@ -385,6 +385,11 @@ func TestScheduler_MayInlineAndRan(t *testing.T) {
 	s.Charge(f, readpool.Usage{Exec: 30 * time.Millisecond}) // its 10 RU
 	assert.False(t, s.MayInline(entry(lim)))
 	assert.True(t, s.MayInline(entry(lo)), "others are not concerned")
+
+	// A read in cooldown waits for a cooled slot, whatever its class.
+	d := entry(lo)
+	d.Demoted, d.Priority = true, uint64(PriorityHigh)
+	assert.False(t, s.MayInline(d), "demoted")
 }
 
 func TestScheduler_Admit(t *testing.T) {

@@ -144,10 +144,9 @@ func (s *stream) Next(prev *Batch) (*Batch, error) {
 		// A read in cooldown: its consumer — the program's goroutine that
 		// reads the rows — gives its P back at each of its small batches.
 		// Otherwise it reads batch after batch without a scheduling point
-		// while a worker fills them, and Go preempts it only every 10 ms:
-		// in a trace of kvbench runaway under cooldown, the goroutine that
-		// ran before 86% of the paced clients' waits of over 100 µs for a P
-		// was a whole scan's consumer, last scheduled in this method.
+		// while a worker fills them, and Go preempts it only every 10 ms,
+		// which the program's goroutines beside it wait out for a P
+		// (cmd/kvbench's README, The pool's constants).
 		runtime.Gosched()
 	}
 	return b, err

@@ -42,11 +42,11 @@ func (s *Store) clientCtx(ctx context.Context) (c context.Context, stop func()) 
 	return c, func() { unhook(); unhookClose(); cancel() }
 }
 
-// doneErr is the error of a call that failed with err while its context
+// ctxDoneErr is the error of a call that failed with err while its context
 // ctx was done: ctx's own error (client-go saw a cancellation, see
 // clientCtx), with what client-go said for detail — an *UnavailableError
 // when client-go was retrying a cluster that did not answer. Else err.
-func doneErr(ctx context.Context, err error) error {
+func ctxDoneErr(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ctx.Err()) {
 		return err // nothing to add, or said already
 	}
@@ -58,18 +58,18 @@ func doneErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%w (%v)", ctx.Err(), err)
 }
 
-// doneErr is the package's doneErr for a call of s's: a call that failed
+// callErr is ctxDoneErr for a call of s's: a call that failed
 // because s's Close ended it — client-go interrupted in its backoff
 // (killer) or its context cancelled (clientCtx) — while the caller's ctx
 // was not done fails with kv.ErrClosed, with what client-go said for
 // detail. Without it, a scan that Close interrupted reported the cluster
 // unavailable.
-func (s *Store) doneErr(ctx context.Context, err error) error {
+func (s *Store) callErr(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() == nil && s.closingCtx.Err() != nil &&
 		(unavailable(err) || errors.Is(err, context.Canceled)) {
 		return fmt.Errorf("%w (%v)", kv.ErrClosed, err)
 	}
-	return doneErr(ctx, err)
+	return ctxDoneErr(ctx, err)
 }
 
 // waitBackground waits for the background work of a transaction counted
@@ -101,18 +101,18 @@ func waitBackground(ctx context.Context, bg *sync.WaitGroup) {
 // a store down, a Scan whose deadline had passed 4 s before was still
 // backing off, and a Close waited for it. The scanner then fails with
 // client-go's "query interrupted", which the scan reports as its
-// context's error (doneErr).
+// context's error (callErr).
 //
 // A request in flight is ended too: a snapshot attached to k (attach)
 // sends its requests under k's end, at which the stamper cancels them
 // (endWithCall). Without it, a request that a slow store held kept the scan
 // past its deadline for as long as the store held it.
 type killer struct {
-	flag            uint32
-	once            sync.Once
-	end             context.Context // done at kill
-	cancel          context.CancelFunc
-	unhook, unhook2 func() bool
+	flag                   uint32
+	once                   sync.Once
+	end                    context.Context // done at kill
+	cancel                 context.CancelFunc
+	unhookCtx, unhookClose func() bool
 }
 
 // init makes k's end; once, from whichever of arm, attach or kill comes
@@ -125,12 +125,12 @@ func (k *killer) init() {
 // until disarm.
 func (k *killer) arm(ctx, closing context.Context) {
 	k.init()
-	if k.unhook2 != nil {
+	if k.unhookClose != nil {
 		return
 	}
-	k.unhook2 = context.AfterFunc(closing, k.kill)
+	k.unhookClose = context.AfterFunc(closing, k.kill)
 	if ctx.Done() != nil {
-		k.unhook = context.AfterFunc(ctx, k.kill)
+		k.unhookCtx = context.AfterFunc(ctx, k.kill)
 	}
 }
 
@@ -152,7 +152,7 @@ func (k *killer) attach(snap *txnsnapshot.KVSnapshot, r request) {
 
 // disarm lets ctx go: the scan is over.
 func (k *killer) disarm() {
-	for _, u := range []*func() bool{&k.unhook, &k.unhook2} {
+	for _, u := range []*func() bool{&k.unhookCtx, &k.unhookClose} {
 		if *u != nil {
 			(*u)()
 			*u = nil

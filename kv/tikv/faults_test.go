@@ -261,11 +261,11 @@ func TestFaults_UnavailableErrors(t *testing.T) {
 		errors.New(`message:"peer is not leader" not_leader:<region_id:4 > `),
 		tikverr.ErrQueryInterruptedWithSignal{Signal: 1},
 	} {
-		err := doneErr(ctx, cause)
+		err := ctxDoneErr(ctx, cause)
 		assert.ErrorIs(t, err, ErrUnavailable, "%v", cause)
 		assert.ErrorIs(t, err, context.Canceled, "%v: the context's error", cause)
 	}
-	err = doneErr(ctx, errors.New("some other failure"))
+	err = ctxDoneErr(ctx, errors.New("some other failure"))
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.NotErrorIs(t, err, ErrUnavailable, "not every failure is the cluster's")
 	assert.NotErrorIs(t, storeErr(errors.New("epoch_not_matchless")), ErrUnavailable)
@@ -280,15 +280,15 @@ func TestFaults_UnavailableErrors(t *testing.T) {
 	s := &Store{closingCtx: closing}
 	live := context.Background()
 	interrupted := tikverr.ErrQueryInterruptedWithSignal{Signal: 1}
-	assert.NotErrorIs(t, storeErr(s.doneErr(live, interrupted)), kv.ErrClosed, "the store is open")
+	assert.NotErrorIs(t, storeErr(s.callErr(live, interrupted)), kv.ErrClosed, "the store is open")
 	closeAll()
 	for _, cause := range []error{interrupted, fmt.Errorf("send: %w", context.Canceled)} {
-		err := storeErr(s.doneErr(live, cause))
+		err := storeErr(s.callErr(live, cause))
 		assert.ErrorIs(t, err, kv.ErrClosed, "%v", cause)
 		assert.NotErrorIs(t, err, ErrUnavailable, "%v", cause)
 	}
-	assert.ErrorIs(t, s.doneErr(ctx, interrupted), context.Canceled, "the caller's end comes first")
-	assert.NotErrorIs(t, s.doneErr(live, errors.New("some other failure")), kv.ErrClosed)
+	assert.ErrorIs(t, s.callErr(ctx, interrupted), context.Canceled, "the caller's end comes first")
+	assert.NotErrorIs(t, s.callErr(live, errors.New("some other failure")), kv.ErrClosed)
 
 	ue := &UnavailableError{Region: 4, Store: 1, Err: context.DeadlineExceeded, detail: errors.New("line one\nline two")}
 	assert.Equal(t, "tikv: cluster unavailable at region 4 (leader on store 1): context deadline exceeded (line one)", ue.Error())

@@ -115,7 +115,7 @@ func (r reader) Get(ctx context.Context, key []byte) ([]byte, error) {
 	cctx, stop := r.s.clientCtx(ctx) // a lock met is resolved with write requests
 	defer stop()
 	e, err := g.Get(cctx, r.s.ks.key(key))
-	err = r.s.doneErr(ctx, err)
+	err = r.s.callErr(ctx, err)
 	if tikverr.IsErrNotFound(err) {
 		return nil, kv.ErrNotFound
 	}
@@ -160,7 +160,7 @@ func (r reader) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	cctx, stop := r.s.clientCtx(ctx) // a lock met is resolved with write requests
 	defer stop()
 	got, err := g.BatchGet(cctx, tkeys)
-	err = r.s.doneErr(ctx, err)
+	err = r.s.callErr(ctx, err)
 	if err != nil {
 		return nil, fmt.Errorf("tikv: multiget of %d keys: %w", len(keys), r.s.at(storeErr(err), tkeys[0]))
 	}

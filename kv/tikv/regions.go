@@ -261,7 +261,7 @@ func (w *regionRows) open(s *subScan) (iterator, error) {
 	} else {
 		it, err = snap.Iter(s.lo, s.hi)
 	}
-	return it, w.r.s.at(storeErr(w.r.s.doneErr(w.ctx, err)), s.lo)
+	return it, w.r.s.at(storeErr(w.r.s.callErr(w.ctx, err)), s.lo)
 }
 
 // step moves the scanner on, inside the store's gate: it may send an RPC.
@@ -270,7 +270,7 @@ func (w *regionRows) step(it iterator) error {
 		return err
 	}
 	defer w.r.s.leave()
-	return storeErr(w.r.s.doneErr(w.ctx, it.Next()))
+	return storeErr(w.r.s.callErr(w.ctx, it.Next()))
 }
 
 // send hands b over; false when the rows ended first.

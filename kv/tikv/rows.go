@@ -80,7 +80,7 @@ func (w *rows) Next() ([]byte, []byte, error) {
 		err = w.it.Next()
 	}
 	if err != nil {
-		return w.fail(w.r.s.at(storeErr(w.r.s.doneErr(w.ctx, err)), w.lo))
+		return w.fail(w.r.s.at(storeErr(w.r.s.callErr(w.ctx, err)), w.lo))
 	}
 	if !w.it.Valid() {
 		w.finish()

@@ -231,7 +231,7 @@ func (t *txn) Commit(ctx context.Context) error {
 	cctx, stop := t.s.clientCtx(ctx)
 	defer stop()
 	if err := t.kt.LockKeysWithWaitTime(cctx, ckv.LockNoWait, t.readKeys()...); err != nil {
-		return fmt.Errorf("tikv: commit: locking the keys read: %w", storeErr(t.s.doneErr(ctx, err)))
+		return fmt.Errorf("tikv: commit: locking the keys read: %w", storeErr(t.s.callErr(ctx, err)))
 	}
 	if err := s.commitTxn(ctx, t.kt, rq); err != nil {
 		return fmt.Errorf("tikv: commit: %w", storeErr(err))
@@ -283,7 +283,7 @@ func (s *Store) commitTxn(ctx context.Context, kt *transaction.KVTxn, rq request
 	defer stop()
 	err := kt.Commit(cctx)
 	waitBackground(ctx, &bg)
-	return s.doneErr(ctx, err)
+	return s.callErr(ctx, err)
 }
 
 // failedRows are the rows of a scan that could not start.

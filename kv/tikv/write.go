@@ -53,7 +53,7 @@ func (s *Store) Write(ctx context.Context, b *kv.Batch) error {
 			return nil
 		}
 		if !retryable(err) {
-			return fmt.Errorf("tikv: write: %w", s.at(storeErr(s.doneErr(ctx, err)), s.ks.key(ops[0].Key)))
+			return fmt.Errorf("tikv: write: %w", s.at(storeErr(s.callErr(ctx, err)), s.ks.key(ops[0].Key)))
 		}
 		if try >= s.opts.WriteRetries {
 			return fmt.Errorf("tikv: write: %w after %d tries (%w)", ErrWriteConflict, try, err)
@@ -85,7 +85,7 @@ func (s *Store) writeOnce(ctx context.Context, rq request, ops []kv.BatchOp) (er
 	// one on a context of its own, and waited for ever with PD gone.
 	ts, err := s.now(ctx)
 	if err != nil {
-		return s.doneErr(ctx, err)
+		return s.callErr(ctx, err)
 	}
 	txn, err := s.kvs.Begin(tikv.WithStartTS(ts))
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Store) writeOnce(ctx context.Context, rq request, ops []kv.BatchOp) (er
 	if err = txn.Commit(cctx); err != nil {
 		// A background commit that failed to start never calls Post:
 		// waiting could last for ever.
-		return s.doneErr(ctx, err)
+		return s.callErr(ctx, err)
 	}
 	waitBackground(ctx, &bg)
 	return nil

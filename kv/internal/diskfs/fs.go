@@ -2,7 +2,6 @@ package diskfs
 
 import (
 	"path/filepath"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -33,9 +32,9 @@ func (fs *FS) kindOf(name string) kind {
 	}
 	base := fs.PathBase(name)
 	switch {
-	case strings.HasSuffix(base, ".log"):
+	case isWAL(base):
 		return kindWAL
-	case strings.HasPrefix(base, "MANIFEST-"):
+	case isManifest(base):
 		return kindManifest
 	}
 	return kindOther
