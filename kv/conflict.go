@@ -121,7 +121,7 @@ type conflictLog struct {
 	// longer are (dropped from the front as they are met): a start is
 	// never below an earlier one (begin), so the oldest open transaction
 	// is found in O(1).
-	starts []uint64
+	starts  []uint64
 	commits []commitRecord // ascending seq, only while a transaction is open or the write is in flight
 	// inflight are the sequences of writes recorded but not yet applied
 	// (recordInFlight), ascending.

@@ -9,6 +9,13 @@ import (
 // Store is what an application programs against, so that the same code
 // runs on the embedded *DB and on a TiKV cluster (package kv/tikv). Every
 // method that may cross a network takes a context. *DB implements it.
+//
+// Write never fails because another writer wrote the same keys: a batch
+// of Sets and Deletes lands whole, the last writer winning. A batch with a
+// DeleteRange may fail with an error matching ErrConflict on a backend
+// that reads its range first (TiKV), when writers keep changing the range;
+// it wrote nothing, and running it again may succeed. The embedded store
+// never does.
 type Store interface {
 	Get(ctx context.Context, key []byte) ([]byte, error)
 	MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error)

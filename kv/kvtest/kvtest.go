@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"GetAndMultiGet", testGetAndMultiGet},
 		{"Scan", testScan},
 		{"BatchesAndWrite", testBatchesAndWrite},
+		{"ConcurrentWrites", testConcurrentWrites},
 		{"DeleteRange", testDeleteRange},
 		{"Snapshot", testSnapshot},
 		{"Context", testContext},
@@ -404,4 +406,34 @@ func testClose(t *testing.T, s kv.Store) {
 	_, err = snap.Get(ctx, []byte("a"))
 	assert.ErrorIs(t, err, kv.ErrClosed, "Close closed the open snapshot")
 	assert.NoError(t, snap.Close())
+}
+
+// testConcurrentWrites: writers that set the same keys at once all succeed
+// — a blind write has nothing to conflict on, and the last writer wins —
+// and one writer's batch wins whole.
+func testConcurrentWrites(t *testing.T, s kv.Store) {
+	ctx := context.Background()
+	const writers, each = 8, 10
+	errs := make(chan error, writers*each)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				b := s.NewBatch()
+				v := fmt.Appendf(nil, "w%d-%d", w, i)
+				b.Set([]byte("hot"), v)
+				b.Set([]byte("hot2"), v)
+				errs <- s.Write(ctx, b)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err, "a blind write never fails for a conflict")
+	}
+	vals, err := s.MultiGet(ctx, [][]byte{[]byte("hot"), []byte("hot2")})
+	require.NoError(t, err)
+	assert.Regexp(t, `^w[0-7]-[0-9]$`, string(vals[0]))
+	assert.Equal(t, string(vals[0]), string(vals[1]), "one batch wins whole")
 }

@@ -69,9 +69,11 @@
 //     bounds every scan: client-go's reverse scan with no upper bound read
 //     only the first region. Values are stored with one format byte before
 //     them: TiKV refuses empty values.
-//   - Write retries write conflicts itself, up to Options.WriteRetries,
-//     with a new transaction each time: a blind batch reads nothing, so the
-//     last writer wins, as embedded. Write returns once the transaction's
+//   - Write retries write conflicts itself, with a new transaction each
+//     time: a blind batch reads nothing, so it retries until it lands and
+//     the last writer wins, as embedded; one with a DeleteRange, up to
+//     Options.WriteRetries, then fails with ErrWriteConflict (matching
+//     kv.ErrConflict). Write returns once the transaction's
 //     secondary keys are committed too.
 //   - DeleteRange runs in the Write's transaction: the range is read at
 //     the transaction's start and each key deleted, atomically with the

@@ -29,10 +29,12 @@ var (
 	// delete more than Options.MaxDeleteRangeKeys keys. Nothing was
 	// written: split the range, or raise the bound.
 	ErrRangeTooLarge = errors.New("tikv: delete range too large")
-	// ErrWriteConflict is returned (wrapping client-go's error) by Write
-	// when its transaction met a write conflict Options.WriteRetries
-	// times in a row. Nothing was written.
-	ErrWriteConflict = errors.New("tikv: write conflict")
+	// ErrWriteConflict is returned (wrapping client-go's error) by a
+	// Write with a DeleteRange when its transaction met a write conflict
+	// Options.WriteRetries times in a row. Nothing was written. It matches
+	// kv.ErrConflict: running the Write again may succeed. A Write without
+	// a DeleteRange never fails for a conflict.
+	ErrWriteConflict = fmt.Errorf("tikv: write conflict: %w", kv.ErrConflict)
 	// ErrInvalidValue is returned by a read that met a stored value this
 	// package did not write (see the package documentation's format).
 	ErrInvalidValue = errors.New("tikv: stored value not in coopkv's format")

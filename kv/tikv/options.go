@@ -26,8 +26,8 @@ const (
 	// delete: they are deleted key by key inside the Write's transaction,
 	// which TiKV holds in memory and limits in size.
 	DefaultMaxDeleteRangeKeys = 100_000
-	// DefaultWriteRetries is how many times Write tries a transaction that
-	// met a write conflict.
+	// DefaultWriteRetries is how many times a Write with a DeleteRange
+	// tries a transaction that met a write conflict.
 	DefaultWriteRetries = 10
 	// DefaultCoprocessorConcurrency is how many regions of a coprocessor
 	// range are read at once.
@@ -66,8 +66,10 @@ type Options struct {
 	// atomically; past it Write fails with ErrRangeTooLarge and deletes
 	// nothing. 0 = DefaultMaxDeleteRangeKeys.
 	MaxDeleteRangeKeys int
-	// WriteRetries is how many times Write tries its transaction when it
-	// meets a write conflict; 0 = DefaultWriteRetries.
+	// WriteRetries is how many times a Write with a DeleteRange tries its
+	// transaction when it meets a write conflict (a blind Write, of Sets
+	// and Deletes only, retries until it lands or its context ends); 0 =
+	// DefaultWriteRetries.
 	WriteRetries int
 	// MaxTxnBytes bounds one Txn's buffered writes, keys and values, in
 	// bytes (as kv.Options.MaxTxnBytes does); 0 = DefaultMaxTxnBytes. Past

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,10 +18,12 @@ import (
 
 // Write applies b as one TiKV transaction: atomically, all or nothing. A
 // write conflict with a concurrent Write (or another client) is retried
-// with a new transaction, up to Options.WriteRetries times: a batch of
-// Sets and Deletes reads nothing, so the retry is blind and the last
-// writer wins, as embedded; a DeleteRange reads its range again on every
-// try. A DeleteRange deletes the range's keys one by one inside the
+// with a new transaction. A batch of Sets and Deletes reads nothing, so
+// the retry is blind and the last writer wins, as embedded: it retries
+// until it lands, ctx ends or the store closes, and never fails for a
+// conflict. A batch with a DeleteRange reads its range again on every try,
+// up to Options.WriteRetries tries; then it fails with ErrWriteConflict,
+// which matches kv.ErrConflict, having written nothing. A DeleteRange deletes the range's keys one by one inside the
 // transaction, atomically, up to Options.MaxDeleteRangeKeys keys for the
 // whole batch; past it Write fails with ErrRangeTooLarge and writes
 // nothing. Write fails with ctx.Err() if ctx is done before it starts,
@@ -47,6 +50,7 @@ func (s *Store) Write(ctx context.Context, b *kv.Batch) error {
 	if err != nil {
 		return fmt.Errorf("tikv: write: %w", err)
 	}
+	ranged := slices.ContainsFunc(ops, func(op kv.BatchOp) bool { return op.Kind == kv.OpDeleteRange })
 	for try := 1; ; try++ {
 		err := s.writeOnce(ctx, rq, ops)
 		if err == nil {
@@ -55,7 +59,7 @@ func (s *Store) Write(ctx context.Context, b *kv.Batch) error {
 		if !retryable(err) {
 			return fmt.Errorf("tikv: write: %w", s.at(storeErr(s.callErr(ctx, err)), s.ks.key(ops[0].Key)))
 		}
-		if try >= s.opts.WriteRetries {
+		if ranged && try >= s.opts.WriteRetries {
 			return fmt.Errorf("tikv: write: %w after %d tries (%w)", ErrWriteConflict, try, err)
 		}
 		// Back off for a random time under a bound that doubles with
@@ -66,6 +70,9 @@ func (s *Store) Write(ctx context.Context, b *kv.Batch) error {
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("tikv: write: %w", ctx.Err())
+		case <-s.closingCtx.Done():
+			t.Stop()
+			return fmt.Errorf("tikv: write: %w", kv.ErrClosed)
 		case <-t.C:
 		}
 	}
