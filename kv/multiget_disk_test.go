@@ -5,10 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -309,51 +309,50 @@ func TestMultiGet_SplitPartsReadSideBySide(t *testing.T) {
 func TestMultiGet_SplitReadsOneView(t *testing.T) {
 	for _, onSnapshot := range []bool{false, true} {
 		t.Run(map[bool]string{false: "store", true: "snapshot"}[onSnapshot], func(t *testing.T) {
-			fs := newHoldFS()
-			db := openSlowDisk(t, fs, Options{Workers: 1, MaxWorkers: 1}, 2)
-			keys := tableKeys(0, 2)
-			get := db.MultiGet
-			if onSnapshot {
-				snap, err := db.NewSnapshot(context.Background())
+			inBubble(t, func(t *testing.T) {
+				fs := newHoldFS()
+				db := openSlowDisk(t, fs, Options{Workers: 1, MaxWorkers: 1}, 2)
+				keys := tableKeys(0, 2)
+				get := db.MultiGet
+				if onSnapshot {
+					snap, err := db.NewSnapshot(context.Background())
+					require.NoError(t, err)
+					t.Cleanup(func() { require.NoError(t, snap.Close()) })
+					get = snap.MultiGet
+				}
+
+				// Cleanups run last first: the held read is let go before the
+				// store closes, even when a check below fails.
+				var release sync.Once
+				let := func() { fs.armed.Store(false); release.Do(func() { close(fs.release) }) }
+				t.Cleanup(let)
+
+				fs.armed.Store(true)
+				res := goMultiGet(context.Background(), get, keys)
+				within(t, fs.entered, "the first part's table read")
+				// The caller spawns the second part after the first, which the
+				// worker may have taken into its read already: once every
+				// goroutine is blocked, the second part is queued.
+				synctest.Wait()
+				for _, k := range keys {
+					require.NoError(t, db.Set(k, []byte("new")))
+				}
+				st := db.Stats().Pool
+				require.Equal(t, 1, st.Queued, "the second part had not begun when the keys were overwritten")
+				require.Equal(t, 1, st.Running)
+
+				let()
+				r := within(t, res, "the MultiGet, released")
+				require.NoError(t, r.err)
+				for i, v := range r.vals {
+					assert.Equal(t, "old", string(v), "key %s", keys[i])
+				}
+				got, err := db.MultiGet(context.Background(), keys)
 				require.NoError(t, err)
-				t.Cleanup(func() { require.NoError(t, snap.Close()) })
-				get = snap.MultiGet
-			}
-
-			// Cleanups run last first: the held read is let go before the
-			// store closes, even when a check below fails.
-			var release sync.Once
-			let := func() { fs.armed.Store(false); release.Do(func() { close(fs.release) }) }
-			t.Cleanup(let)
-
-			fs.armed.Store(true)
-			res := goMultiGet(context.Background(), get, keys)
-			within(t, fs.entered, "the first part's table read")
-			// The caller spawns the second part after the first, which the
-			// worker may have taken into its read already: nothing signals
-			// the spawn, so wait for the queue to show it.
-			deadline := time.Now().Add(10 * time.Second)
-			for db.Stats().Pool.Queued == 0 && time.Now().Before(deadline) {
-				runtime.Gosched()
-			}
-			for _, k := range keys {
-				require.NoError(t, db.Set(k, []byte("new")))
-			}
-			st := db.Stats().Pool
-			require.Equal(t, 1, st.Queued, "the second part had not begun when the keys were overwritten")
-			require.Equal(t, 1, st.Running)
-
-			let()
-			r := within(t, res, "the MultiGet, released")
-			require.NoError(t, r.err)
-			for i, v := range r.vals {
-				assert.Equal(t, "old", string(v), "key %s", keys[i])
-			}
-			got, err := db.MultiGet(context.Background(), keys)
-			require.NoError(t, err)
-			for i, v := range got {
-				assert.Equal(t, "new", string(v), "key %s, read afterwards", keys[i])
-			}
+				for i, v := range got {
+					assert.Equal(t, "new", string(v), "key %s, read afterwards", keys[i])
+				}
+			})
 		})
 	}
 }

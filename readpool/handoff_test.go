@@ -106,15 +106,6 @@ func settleIdle(t *testing.T, p *Pool) {
 	require.Zero(t, s.Running)
 }
 
-// waitIdle is settleIdle for a pool outside a bubble: it polls.
-func waitIdle(t *testing.T, p *Pool) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		s := p.Stats()
-		return s.Parked == s.Workers && s.Running == 0
-	}, 10*time.Second, time.Millisecond)
-}
-
 // TestCallerHandoff_DeferredOverPointReadsOnly: three point reads whose
 // callers wait, queued behind one another on a single worker. With only
 // point reads live, the worker steps all three before it gives up its P:

@@ -88,22 +88,24 @@ func TestStepHere_FinishesTheTaskAndEndsIt(t *testing.T) {
 }
 
 func TestStepHere_NotWhileEveryWorkerIsBusy(t *testing.T) {
-	release := make(chan struct{})
-	p := newPool(t, Options{Workers: 1, LongStep: time.Hour})
-	done, w := spawnWaiting(t, p, func(*StepContext) Status { return Ready })
-	waitIdle(t, p)
-	blocker, blockerDone, started := blockingTask(release)
-	_, err := p.Spawn(context.Background(), blocker, SpawnOptions{})
-	require.NoError(t, err)
-	<-started
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		p := newPool(t, Options{Workers: 1, LongStep: time.Hour})
+		done, w := spawnWaiting(t, p, func(*StepContext) Status { return Ready })
+		settleIdle(t, p)
+		blocker, blockerDone, started := blockingTask(release)
+		_, err := p.Spawn(context.Background(), blocker, SpawnOptions{})
+		require.NoError(t, err)
+		<-started
 
-	assert.False(t, w.StepHere(), "no slot is free: stepping here would make two steps on one worker's share")
-	assert.Equal(t, 1, p.Stats().Pending, "still waiting, untouched")
-	w.Wake() // what the caller does then
-	close(release)
-	require.NoError(t, <-blockerDone)
-	require.NoError(t, <-done)
-	assert.Zero(t, p.Stats().SteppedHere)
+		assert.False(t, w.StepHere(), "no slot is free: stepping here would make two steps on one worker's share")
+		assert.Equal(t, 1, p.Stats().Pending, "still waiting, untouched")
+		w.Wake() // what the caller does then
+		close(release)
+		require.NoError(t, <-blockerDone)
+		require.NoError(t, <-done)
+		assert.Zero(t, p.Stats().SteppedHere)
+	})
 }
 
 // holdAll holds every entry pushed while hold is set, for delay, as a
