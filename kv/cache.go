@@ -42,10 +42,12 @@ import (
 // entry's chunks. A hit that races the eviction of its entry is a miss
 // (the arena checks the entry's generation after the copy).
 type rowCache struct {
-	c    *ristretto.Cache[[]byte, cacheEntry]
-	mem  *arena.Arena
-	gens []atomic.Uint64
-	mask uint64
+	c   *ristretto.Cache[uint64, cacheEntry] // by keyHash: see newRowCache
+	mem *arena.Arena
+	// hashOf is keyHash; a test makes keys share a hash.
+	hashOf func(key []byte) uint64
+	gens   []atomic.Uint64
+	mask   uint64
 	// ranges is the stripes' word for range deletions, which may cover any
 	// key: every entry carries it too, and a range deletion moves it as a
 	// write moves its stripe's, so that once it has ended no entry from
@@ -114,7 +116,7 @@ func stripesFor(size int64) int {
 
 func newRowCache(size int64) (*rowCache, error) {
 	n := stripesFor(size)
-	rc := &rowCache{gens: make([]atomic.Uint64, n), mask: uint64(n - 1)}
+	rc := &rowCache{hashOf: keyHash, gens: make([]atomic.Uint64, n), mask: uint64(n - 1)}
 	rc.door = newDoorkeeper(size / minEntryCost)
 	// The stripes, the doorkeeper's bits and the arena's bit per chunk
 	// come out of the size.
@@ -123,7 +125,12 @@ func newRowCache(size int64) (*rowCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := ristretto.NewCache(&ristretto.Config[[]byte, cacheEntry]{
+	// ristretto is keyed by the key's hash, the one the stripes and the
+	// doorkeeper use, so a lookup hashes the key once (ristretto hashes a
+	// []byte key twice more). Two keys with one hash share an entry: the
+	// arena holds the key and answers only for it, so they cost each
+	// other misses, never a wrong value.
+	c, err := ristretto.NewCache(&ristretto.Config[uint64, cacheEntry]{
 		// Ten counters per entry that fits, at most 4 Mi: ~3 bytes each,
 		// allocated at once, where a cache of 512 MiB of 1 KiB values
 		// holds ~370,000.
@@ -146,7 +153,7 @@ func newRowCache(size int64) (*rowCache, error) {
 	return rc, nil
 }
 
-func (rc *rowCache) hash(key []byte) uint64 { return keyHash(key) }
+func (rc *rowCache) hash(key []byte) uint64 { return rc.hashOf(key) }
 
 // keySeed seeds keyHash, the one hash of a key the store's stripes use:
 // the row cache's and its doorkeeper's, and the oracle's.
@@ -182,8 +189,9 @@ func (rc *rowCache) stampOf(h uint64) cacheStamp {
 // Entries carry only stamps with no write in flight (put), so a stripe with
 // one, or a range deletion in flight, serves no hits.
 func (rc *rowCache) lookup(key []byte) (val []byte, ok bool, st cacheStamp) {
-	st = rc.stamp(key)
-	if e, found := rc.c.Get(key); found && e.stamp == st {
+	h := rc.hash(key)
+	st = rc.stampOf(h)
+	if e, found := rc.c.Get(h); found && e.stamp == st {
 		if val, ok := rc.mem.Get(e.ref, key); ok {
 			rc.hits.Add(1)
 			return val, true, st
@@ -218,7 +226,7 @@ func (rc *rowCache) putIf(key, val []byte, st cacheStamp, door bool) bool {
 	}
 	// A Set ristretto drops (its buffer full, or closed) never reaches
 	// OnExit: the chunks are freed here. One it takes frees them on exit.
-	if !rc.c.Set(key, cacheEntry{ref: ref, stamp: st}, cost+entryOverhead) {
+	if !rc.c.Set(h, cacheEntry{ref: ref, stamp: st}, cost+entryOverhead) {
 		rc.mem.Free(ref)
 		return false
 	}
@@ -275,11 +283,11 @@ func (rc *rowCache) afterWrite(key, val []byte, del bool, st cacheStamp) {
 		rc.door.admit(doorHash(h))
 	}
 	if !del && g == st.gen+writeEnds { // put refuses if others are in flight
-		if _, found := rc.c.Get(key); found && rc.putIf(key, val, cacheStamp{gen: g, ranges: st.ranges}, false) {
+		if _, found := rc.c.Get(h); found && rc.putIf(key, val, cacheStamp{gen: g, ranges: st.ranges}, false) {
 			return
 		}
 	}
-	rc.c.Del(key)
+	rc.c.Del(h)
 }
 
 // beforeRangeDelete is called before a range deletion goes to Pebble: from

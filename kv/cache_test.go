@@ -294,3 +294,29 @@ func TestGet_NeverOlderThanACompletedWriteOrRead(t *testing.T) {
 	s := db.Stats().RowCache
 	assert.Positive(t, s.Hits, "the cache served some of the reads: %+v", s)
 }
+
+// Keys that share a hash share ristretto's entry (it is keyed by the hash):
+// each costs the other misses, never a wrong value, as the arena answers
+// only for the key it holds.
+func TestRowCache_KeysSharingAHashNeverServeEachOther(t *testing.T) {
+	db := openTest(t, "", &Options{InMemory: true, NoSync: true})
+	db.cache.hashOf = func([]byte) uint64 { return 42 }
+	ctx := context.Background()
+	cacheKey(t, db, "a", "va")
+	_, ok := cached(db, "b")
+	assert.False(t, ok, "b is not a's")
+	cacheKey(t, db, "b", "vb")
+	_, ok = cached(db, "a")
+	assert.False(t, ok, "b's entry took a's place")
+	for i := range 50 {
+		for _, k := range []string{"a", "b", "a", "a", "b"} {
+			v, err := db.Get(ctx, []byte(k))
+			require.NoError(t, err)
+			require.Equal(t, "v"+k, string(v), "round %d", i)
+		}
+		if i == 25 {
+			require.NoError(t, db.Set([]byte("a"), []byte("va"))) // refreshes or drops the shared entry
+		}
+	}
+	assert.Positive(t, db.cache.hits.Load(), "hits still served")
+}

@@ -8,14 +8,35 @@ import (
 	"github.com/coopkv/coopkv/resource"
 )
 
-type ctxKey int
+// A request's scheduling extras travel in one context value, so that a
+// read looks them all up with one ctx.Value walk, not one per extra: each
+// With function copies the extras it finds and sets one.
+type extrasKey struct{}
 
-const (
-	taskIDKey ctxKey = iota
-	priorityKey
-	groupKey
-	maxQueueWaitKey
-)
+// readExtras are what the With functions set.
+type readExtras struct {
+	taskID       uint64
+	hasTaskID    bool
+	priority     resource.Priority
+	hasPriority  bool
+	group        string
+	maxQueueWait time.Duration
+}
+
+// extrasOf returns ctx's extras; the zero value when none were set.
+func extrasOf(ctx context.Context) readExtras {
+	if e, ok := ctx.Value(extrasKey{}).(*readExtras); ok {
+		return *e
+	}
+	return readExtras{}
+}
+
+// withExtras returns ctx carrying ctx's extras changed by set.
+func withExtras(ctx context.Context, set func(*readExtras)) context.Context {
+	e := extrasOf(ctx)
+	set(&e)
+	return context.WithValue(ctx, extrasKey{}, &e)
+}
 
 // WithMaxQueueWait makes the reads made with ctx fail at once with ErrBusy,
 // as a *BusyError that says the estimate, when the pool estimates that one
@@ -26,14 +47,13 @@ const (
 // times; the store's Stats.Pool.Waits count how often admitted reads
 // started within it.
 func WithMaxQueueWait(ctx context.Context, d time.Duration) context.Context {
-	return context.WithValue(ctx, maxQueueWaitKey, d)
+	return withExtras(ctx, func(e *readExtras) { e.maxQueueWait = d })
 }
 
 // MaxQueueWaitFrom returns the limit WithMaxQueueWait set in ctx; 0 when
 // none was set.
 func MaxQueueWaitFrom(ctx context.Context) time.Duration {
-	d, _ := ctx.Value(maxQueueWaitKey).(time.Duration)
-	return max(d, 0)
+	return max(extrasOf(ctx).maxQueueWait, 0)
 }
 
 // WithResourceGroup makes the reads made with ctx run in resource group
@@ -42,7 +62,7 @@ func MaxQueueWaitFrom(ctx context.Context) time.Duration {
 // runs as resource.DefaultGroup. Without resource control it has no
 // effect.
 func WithResourceGroup(ctx context.Context, group string) context.Context {
-	return context.WithValue(ctx, groupKey, group)
+	return withExtras(ctx, func(e *readExtras) { e.group = group })
 }
 
 // WithTaskID gives the reads made with ctx one MLFQ identity: their time
@@ -55,7 +75,7 @@ func WithResourceGroup(ctx context.Context, group string) context.Context {
 // already used, which only the queue knows. Short Gets made with a task id
 // therefore pay a hand-off to a worker that other Gets do not.
 func WithTaskID(ctx context.Context, id uint64) context.Context {
-	return context.WithValue(ctx, taskIDKey, id)
+	return withExtras(ctx, func(e *readExtras) { e.taskID, e.hasTaskID = id, true })
 }
 
 // WithPriority sets the priority of the reads made with ctx. Under the MLFQ,
@@ -68,7 +88,7 @@ func WithPriority(ctx context.Context, p resource.Priority) context.Context {
 	if p == 0 {
 		p = resource.PriorityMedium
 	}
-	return context.WithValue(ctx, priorityKey, p)
+	return withExtras(ctx, func(e *readExtras) { e.priority, e.hasPriority = p, true })
 }
 
 // spawnOptions reads a request's scheduling extras from its context. It
@@ -78,17 +98,15 @@ func WithPriority(ctx context.Context, p resource.Priority) context.Context {
 // once, and travels with its task as a pointer.
 func spawnOptions(ctx context.Context, groups *resource.Manager) (readpool.SpawnOptions, error) {
 	var o readpool.SpawnOptions
-	if id, ok := ctx.Value(taskIDKey).(uint64); ok {
-		o.TaskID = id
-	}
-	o.MaxQueueWait = MaxQueueWaitFrom(ctx)
-	p, hasPriority := ctx.Value(priorityKey).(resource.Priority)
+	x := extrasOf(ctx)
+	o.TaskID = x.taskID
+	o.MaxQueueWait = max(x.maxQueueWait, 0)
+	p, hasPriority := x.priority, x.hasPriority
 	if hasPriority && !p.Valid() {
 		return o, priorityError(p)
 	}
 	if groups != nil {
-		name, _ := ctx.Value(groupKey).(string)
-		g := groups.Resolve(name)
+		g := groups.Resolve(x.group)
 		o.Tag, o.Group = g, g.Name()
 		if hasPriority {
 			o.Priority = uint64(p)
@@ -114,24 +132,21 @@ func spawnOptions(ctx context.Context, groups *resource.Manager) (readpool.Spawn
 
 // ResourceGroupFrom returns the group WithResourceGroup set in ctx; "" when
 // none was set.
-func ResourceGroupFrom(ctx context.Context) string {
-	g, _ := ctx.Value(groupKey).(string)
-	return g
-}
+func ResourceGroupFrom(ctx context.Context) string { return extrasOf(ctx).group }
 
 // PriorityFrom returns the priority WithPriority set in ctx, and whether
 // one was set. It may be invalid (resource.Priority.Valid): a backend
 // fails such a request, as the store does.
 func PriorityFrom(ctx context.Context) (resource.Priority, bool) {
-	p, ok := ctx.Value(priorityKey).(resource.Priority)
-	return p, ok
+	x := extrasOf(ctx)
+	return x.priority, x.hasPriority
 }
 
 // TaskIDFrom returns the task id WithTaskID set in ctx, and whether one
 // was set.
 func TaskIDFrom(ctx context.Context) (uint64, bool) {
-	id, ok := ctx.Value(taskIDKey).(uint64)
-	return id, ok
+	x := extrasOf(ctx)
+	return x.taskID, x.hasTaskID
 }
 
 // readOptions is spawnOptions for a read of the store whose first key is
