@@ -159,10 +159,11 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 			po.Queue = readpool.NewWorkStealing()
 		case SchedulerPriority:
 			db.sched = resource.NewScheduler(db.groups)
-			db.sched.SetCooledSlots(cooledSlots(o.Workers))
 			po.Queue, po.Accountant = db.sched, db.sched
+			po.CooledSlots = cooledSlots(o.Workers)
 		default:
-			po.Queue = readpool.NewMLFQ(readpool.MLFQOptions{CooledSlots: cooledSlots(o.Workers)})
+			po.Queue = readpool.NewMLFQ(readpool.MLFQOptions{})
+			po.CooledSlots = cooledSlots(o.Workers)
 		}
 		db.pool, err = readpool.New(po)
 		if err != nil {

@@ -23,7 +23,7 @@ import (
 
 // cooledSlots is how many runaway reads in cooldown may be ready or running
 // at once, across groups: a quarter of the workers, at least one. The rest
-// wait their turn (readpool.Cooled): the lowest priority alone lets
+// wait their turn (readpool.Options.CooledSlots): the lowest priority alone lets
 // cooled-down reads take every worker whenever nothing else is queued, and
 // the program's own goroutines then wait for a P beside them. workers is
 // Options.Workers with its default filled (Options.ensureDefaults: the

@@ -11,7 +11,7 @@ import (
 // caller, so it waits its turn as its task would; a plain read is served
 // and counted.
 func TestBypass_JudgedAsItsTask(t *testing.T) {
-	p := newPool(t, Options{Workers: 1, Queue: NewMLFQ(MLFQOptions{CooledSlots: 1})})
+	p := newPool(t, Options{Workers: 1, CooledSlots: 1})
 	for _, c := range []struct {
 		name string
 		o    SpawnOptions

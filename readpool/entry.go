@@ -61,8 +61,8 @@ type Entry struct {
 	// estimated at spawn: kept to count how often it was right.
 	maxWait, estimate time.Duration
 	h                 *Handle
-	// cooledSlot: the entry holds one of its queue's slots for demoted
-	// tasks (Cooled).
+	// cooledSlot: the entry holds one of the pool's slots for demoted
+	// tasks (cooled.go).
 	cooledSlot bool
 
 	// Container links, owned by whichever EntryList or EntryHeap holds it.

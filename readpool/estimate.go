@@ -76,7 +76,7 @@ func (p *Pool) estimateWait(o SpawnOptions) time.Duration {
 // estimateLocked is estimateWait of the entry e about to be pushed.
 func (p *Pool) estimateLocked(e *Entry) time.Duration {
 	ahead := p.q.Len()
-	if qp, ok := p.q.(QueuePosition); ok {
+	if qp, ok := p.opts.Queue.(QueuePosition); ok {
 		ahead = qp.Ahead(e)
 	}
 	free := p.slots.freeLocked()

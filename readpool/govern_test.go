@@ -93,11 +93,19 @@ func TestGovernor_NotCalledForTheStepThatEnds(t *testing.T) {
 	assert.NoError(t, <-done, "a task that ended in its step keeps its result")
 }
 
+// A demoted entry runs at the MLFQ's last level, and never inline: the
+// pool's cooldown refuses it around any queue.
 func TestMLFQ_DemotedEntry(t *testing.T) {
 	q := NewMLFQ(MLFQOptions{})
 	e := &Entry{Demoted: true}
 	assert.Equal(t, 2, q.LevelOf(e))
-	assert.False(t, q.MayInline(e), "a demoted task does not overtake the queue")
+	for _, c := range []struct {
+		name string
+		q    Queue
+	}{{"mlfq", q}, {"fifo", NewFIFO()}, {"work-stealing", NewWorkStealing()}} {
+		assert.False(t, WithCooldown(c.q, 0).MayInline(e), "%s: a demoted task does not overtake the queue", c.name)
+		assert.True(t, WithCooldown(c.q, 0).MayInline(&Entry{}), "%s: another may", c.name)
+	}
 }
 
 func TestWaitEstimate(t *testing.T) {

@@ -222,7 +222,7 @@ func (p *Pool) removeWaitingLocked(h *Handle) {
 }
 
 // doneLocked tells the queue a step of e is done, and mirrors its length
-// again: a Done may make work ready (a cooled slot passed on, Cooled).
+// again: a Done may make work ready (a cooled slot passed on: cooled.go).
 func (p *Pool) doneLocked(e *Entry, elapsed, now time.Duration) {
 	p.q.Done(e, elapsed, now)
 	p.syncQueuedLocked(now)

@@ -14,10 +14,6 @@ type MLFQOptions struct {
 	// an id unseen for between one and two periods is forgotten.
 	// Default 10 s (as YATP).
 	PruneEvery time.Duration
-	// CooledSlots caps the demoted tasks (runaway reads in cooldown) ready
-	// or running at once; the others wait their turn, held back (see
-	// Cooled). 0 = no cap.
-	CooledSlots int
 }
 
 // DefaultLevelThresholds is MLFQOptions.Thresholds' default: the step
@@ -96,8 +92,6 @@ type MLFQ struct {
 	cur, old map[uint64]time.Duration
 	lastSwap time.Duration
 	pre      *Preemption
-	cool     Cooled
-	now      time.Duration // the latest time the pool passed in
 }
 
 // NewMLFQ returns an empty MLFQ with the given options.
@@ -108,7 +102,6 @@ func NewMLFQ(opts MLFQOptions) *MLFQ {
 		cur:  make(map[uint64]time.Duration),
 		old:  make(map[uint64]time.Duration),
 		pre:  NewPreemption(),
-		cool: NewCooled(opts.CooledSlots),
 	}
 }
 
@@ -153,9 +146,6 @@ func (q *MLFQ) active(i int) bool { return q.queued(i) > 0 || q.running[i] > 0 }
 // id goes through the queue: its level depends on the id's time, which
 // only the queue's lock may read.
 func (q *MLFQ) MayInline(e *Entry) bool {
-	if e.Demoted {
-		return false
-	}
 	if (e.Fixed && e.FixedLevel <= 0) || (!e.Fixed && e.TaskID == 0 && e.Elapsed < q.opts.Thresholds[0]) {
 		e.Class = 0
 		return true
@@ -163,30 +153,8 @@ func (q *MLFQ) MayInline(e *Entry) bool {
 	return false
 }
 
-// Push implements Queue: a demoted task without one of the cooled slots
-// waits for one.
-func (q *MLFQ) Push(e *Entry, now time.Duration) {
-	q.tick(now)
-	queue, next := q.cool.Push(e)
-	if next != nil {
-		q.push(next)
-	}
-	if queue {
-		q.push(e)
-	} else {
-		e.Level = len(q.levels) - 1 // where it will run
-	}
-}
-
-// tick notes the pool's time now (Forever is not a time).
-func (q *MLFQ) tick(now time.Duration) {
-	if now != Forever {
-		q.now = max(q.now, now)
-	}
-}
-
-// push queues e at its level.
-func (q *MLFQ) push(e *Entry) {
+// Push implements Queue: e is queued at its level.
+func (q *MLFQ) Push(e *Entry, _ time.Duration) {
 	lv := q.admit(e)
 	if lv == 0 {
 		// Entries that have attained nothing come before all others and,
@@ -252,9 +220,7 @@ func (q *MLFQ) Ahead(e *Entry) int {
 }
 
 // Pop implements Queue: the non-empty level furthest behind its share.
-// Pop(Forever) takes the demoted tasks waiting for a slot too, last.
-func (q *MLFQ) Pop(now time.Duration) *Entry {
-	q.tick(now)
+func (q *MLFQ) Pop(time.Duration) *Entry {
 	best := -1
 	for i := range q.levels {
 		if q.queued(i) > 0 && (best < 0 || q.vtime[i] < q.vtime[best]) {
@@ -262,15 +228,7 @@ func (q *MLFQ) Pop(now time.Duration) *Entry {
 		}
 	}
 	if best < 0 {
-		if now != Forever {
-			return nil
-		}
-		e := q.cool.Drain()
-		if e != nil {
-			e.Class = int64(len(q.levels) - 1)
-			q.running[e.Class]++
-		}
-		return e
+		return nil
 	}
 	return q.popLevel(best)
 }
@@ -323,13 +281,7 @@ func (q *MLFQ) Remove(e *Entry) bool {
 	if !e.Queued() {
 		return false
 	}
-	next, waited := q.cool.Remove(e)
-	if !waited {
-		e.Unlink()
-	}
-	if next != nil {
-		q.push(next)
-	}
+	e.Unlink()
 	q.publish()
 	return true
 }
@@ -343,16 +295,8 @@ func (q *MLFQ) publish() {
 	}
 }
 
-// Held implements Queue: the demoted tasks waiting for a cooled slot. A
-// slot frees at a Done, after which the worker that filed it pops (and
-// the pool wakes one for a step run off the workers), so the time is only
-// a backstop.
-func (q *MLFQ) Held() (int, time.Duration) {
-	if n := q.cool.Waiting(); n > 0 {
-		return n, q.now + CooledRecheck
-	}
-	return 0, 0
-}
+// Held implements Queue: the MLFQ holds nothing back.
+func (q *MLFQ) Held() (int, time.Duration) { return 0, 0 }
 
 // Preemption implements Queue: level-0 work waiting preempts steps of the
 // lower levels at their next unit, so a short read waits for one unit of a
@@ -376,10 +320,6 @@ func (q *MLFQ) Done(e *Entry, elapsed, now time.Duration) {
 		e.QueueState += uint64(elapsed) // e's own time charged to its id
 	}
 	q.maybePrune(now)
-	q.tick(now)
-	if next := q.cool.Done(e); next != nil {
-		q.push(next)
-	}
 }
 
 // maybePrune swaps generations in O(1): the old map is dropped whole (the
@@ -411,7 +351,7 @@ func (q *MLFQ) Len() int { return q.queued(0) + q.queued(1) + q.queued(2) }
 
 // Stats implements Queue.
 func (q *MLFQ) Stats() QueueStats {
-	s := QueueStats{Kind: "mlfq", Levels: make([]LevelStats, len(q.levels)), Held: q.cool.Waiting()}
+	s := QueueStats{Kind: "mlfq", Levels: make([]LevelStats, len(q.levels))}
 	var total time.Duration
 	var activeShare float64
 	for i := range q.levels {

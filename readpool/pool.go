@@ -62,6 +62,10 @@ type Options struct {
 	// spare.go). Up to Workers + Spares steps may thus run at once, the
 	// extra ones urgent ones only.
 	Spares int
+	// CooledSlots caps the demoted tasks (runaway reads in cooldown) ready
+	// or running at once, whatever the Queue; the others wait their turn,
+	// held back (cooled.go). 0 = no cap.
+	CooledSlots int
 
 	// goschedEvery is how much step time a worker runs before it hands its
 	// P back to the Go scheduler; 0 = TimeSlice / 4, at most 100 µs.
@@ -169,6 +173,9 @@ func (o *Options) Validate() error {
 	if o.LongStep < 0 {
 		errs = append(errs, fmt.Errorf("readpool: LongStep %v is negative", o.LongStep))
 	}
+	if o.CooledSlots < 0 {
+		errs = append(errs, fmt.Errorf("readpool: CooledSlots %d is negative", o.CooledSlots))
+	}
 	return errors.Join(errs...)
 }
 
@@ -250,7 +257,9 @@ type Pool struct {
 	// it rides the cache line the lock already brought.
 	queued atomic.Int64
 
-	// Under mu.
+	// Under mu. q is opts.Queue with the pool's cooldown around it
+	// (cooled.go); the optional capabilities (Admitter, UrgentPopper,
+	// Batcher, Kickable, QueuePosition) are opts.Queue's.
 	q        Queue
 	closed   bool
 	waiting  Handle // sentinel of the list of WAITING tasks
@@ -334,7 +343,7 @@ func New(opts Options) (*Pool, error) {
 		opts:         opts,
 		epoch:        time.Now(),
 		goschedEvery: opts.goschedEvery,
-		q:            opts.Queue,
+		q:            newCooledQueue(opts.Queue, opts.CooledSlots),
 		pre:          opts.Queue.Preemption(),
 		quit:         make(chan struct{}),
 		closeDone:    make(chan struct{}),

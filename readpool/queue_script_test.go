@@ -17,11 +17,14 @@ import (
 // no clock: the time is passed in.
 //
 //	new kind=fifo|work-stealing|mlfq [cooled=N]
-//	                                   a fresh queue at time 0 (cooled: the
-//	                                   MLFQ's CooledSlots)
+//	                                   a fresh queue at time 0, in the
+//	                                   pool's cooldown (cooled: its
+//	                                   CooledSlots)
 //	push id=a [task=N] [level=L] [short] [demoted] [at=T]
 //	                                   a new task is ready (task: its TaskID;
-//	                                   level: pinned there); prints its level
+//	                                   level: pinned there); prints its level,
+//	                                   or "held" when it waits for a cooled
+//	                                   slot
 //	pop [n=N] [at=T] [forever]         the next N entries to step, with the
 //	                                   class each steps at, or "none"
 //	                                   (forever: Pop(Forever), Close's)
@@ -51,10 +54,12 @@ func TestQueue_Scripts(t *testing.T) {
 
 // queueScript is one script's queue, its clock and its entries by id.
 type queueScript struct {
-	q   Queue
-	now time.Duration
-	es  map[string]*Entry
-	ids map[*Entry]string
+	q *cooledQueue
+	// base is the queue inside q, for its optional capabilities.
+	base Queue
+	now  time.Duration
+	es   map[string]*Entry
+	ids  map[*Entry]string
 }
 
 func (s *queueScript) run(t *testing.T, d *datadriven.TestData) string {
@@ -75,22 +80,23 @@ func (s *queueScript) run(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "kind", &kind)
 		switch kind {
 		case "fifo":
-			s.q = NewFIFO()
+			s.base = NewFIFO()
 		case "work-stealing":
-			s.q = NewWorkStealing()
+			s.base = NewWorkStealing()
 		case "mlfq":
-			var cooled int
-			d.MaybeScanArgs(t, "cooled", &cooled)
-			s.q = NewMLFQ(MLFQOptions{CooledSlots: cooled})
+			s.base = NewMLFQ(MLFQOptions{})
 		default:
 			d.Fatalf(t, "unknown queue %q", kind)
 		}
+		var cooled int
+		d.MaybeScanArgs(t, "cooled", &cooled)
+		s.q = newCooledQueue(s.base, cooled)
 		s.now, s.es, s.ids = 0, map[string]*Entry{}, map[*Entry]string{}
 		return ""
 	case "push":
 		e := s.newEntry(t, d)
 		s.q.Push(e, s.now)
-		return fmt.Sprintf("%s level=%d", s.ids[e], e.Level)
+		return s.level(e)
 	case "inline":
 		e := s.newEntry(t, d)
 		if !s.q.MayInline(e) {
@@ -110,9 +116,9 @@ func (s *queueScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		return strings.Join(out, "\n")
 	case "popurgent":
-		return s.popped(s.q.(UrgentPopper).PopUrgent(s.now))
+		return s.popped(s.base.(UrgentPopper).PopUrgent(s.now))
 	case "popbatch":
-		return s.popped(s.q.(Batcher).PopBatch(s.entry(t, d, "first"), s.now))
+		return s.popped(s.base.(Batcher).PopBatch(s.entry(t, d, "first"), s.now))
 	case "yield", "done":
 		e := s.entry(t, d, "id")
 		if e.Queued() {
@@ -123,7 +129,7 @@ func (s *queueScript) run(t *testing.T, d *datadriven.TestData) string {
 		d.MaybeScanArgs(t, "demoted", &e.Demoted)
 		s.step(e, used, d.Cmd == "yield")
 		if d.Cmd == "yield" {
-			return fmt.Sprintf("%s level=%d", s.ids[e], e.Level)
+			return s.level(e)
 		}
 		return ""
 	case "run":
@@ -200,6 +206,14 @@ func (s *queueScript) entry(t *testing.T, d *datadriven.TestData, key string) *E
 		d.Fatalf(t, "no task %s", id)
 	}
 	return e
+}
+
+// level is where e was queued, or "held" while it waits for a cooled slot.
+func (s *queueScript) level(e *Entry) string {
+	if e.list == &s.q.cool.waiting {
+		return s.ids[e] + " held"
+	}
+	return fmt.Sprintf("%s level=%d", s.ids[e], e.Level)
 }
 
 func (s *queueScript) popped(e *Entry) string {

@@ -67,7 +67,7 @@ func (ss *spares) unparkAllLocked() []*worker {
 // startSpares starts the spare workers, if the queue can pop urgent work
 // alone.
 func (p *Pool) startSpares() {
-	up, ok := p.q.(UrgentPopper)
+	up, ok := p.opts.Queue.(UrgentPopper)
 	if !ok {
 		return
 	}

@@ -91,7 +91,7 @@ func (p *Pool) admitLocked(e *Entry) error {
 	if p.closed {
 		return ErrClosed
 	}
-	if a, ok := p.q.(Admitter); ok {
+	if a, ok := p.opts.Queue.(Admitter); ok {
 		if !a.Admit(e, p.opts.MaxTasks) {
 			p.rejected.Add(1)
 			return ErrBusy
@@ -163,7 +163,7 @@ func (p *Pool) fileLentLocked(w *worker, h *Handle, r *stepResult) {
 	wk, stop := p.fileLocked(h, r, true)
 	if wk == nil && p.syncQueuedLocked(r.end) > 0 {
 		// The step's Done made work ready (a cooled slot freed: see
-		// Cooled), and no worker is about to pop after it, as one would
+		// cooled.go), and no worker is about to pop after it, as one would
 		// after its own step.
 		wk = p.slots.unparkOneLocked()
 	}

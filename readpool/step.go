@@ -267,12 +267,3 @@ func (p *Pool) fileLocked(h *Handle, r *stepResult, unpark bool) (w *worker, sto
 	p.doneLocked(e, r.elapsed(), r.end)
 	return w, nil
 }
-
-// demotedGoschedDiv divides the time a demoted task's step (a runaway read
-// cooled down) keeps its P between hand-backs to Go's scheduler: lowest
-// priority in the pool's queue, and at Go's scheduler too, so that the
-// program's goroutines that want a P beside it — request handlers, Gets
-// answered from the row cache on their callers — wait less for one. A
-// Gosched costs well under a microsecond, so the step pays little for it
-// (cmd/kvbench's README, The pool's constants).
-const demotedGoschedDiv = 4

@@ -63,22 +63,12 @@ type Scheduler struct {
 	// since the last Pop: the tasks held for their limits are looked at
 	// again.
 	changed atomic.Bool
-	// cool caps the demoted tasks (runaway reads in cooldown) ready or
-	// running at once (SetCooledSlots); the others wait their turn in it,
-	// held back.
-	cool readpool.Cooled
 }
 
 // NewScheduler returns a scheduler over m's groups.
 func NewScheduler(m *Manager) *Scheduler {
 	return &Scheduler{m: m, pre: readpool.NewPreemption()}
 }
-
-// SetCooledSlots caps the demoted tasks — runaway reads in cooldown, across
-// groups — ready or running at once at n (0, the default: no cap); the
-// others wait their turn, held back, as readpool.MLFQOptions.CooledSlots.
-// Call it before the pool uses the scheduler.
-func (s *Scheduler) SetCooledSlots(n int) { s.cool = readpool.NewCooled(n) }
 
 const (
 	numClasses = 3
@@ -92,7 +82,7 @@ const (
 	qsInClass                // its class's occupancy (not while held: a held task takes only its group's room)
 	qsRunning                // the group's running tasks
 	qsHeld                   // in the held set (else, when queued, ready)
-	qsCooled                 // waiting for a cooled slot (s.cool)
+	qsCooled                 // waiting for a cooled slot, outside (HoldOutside)
 	qsClassShift = 8         // the class it was counted in, above the flags
 )
 
@@ -146,14 +136,9 @@ func classFor(e *readpool.Entry, cfg *GroupConfig) int {
 
 func limited(cfg *GroupConfig) bool { return !cfg.Burstable && cfg.RUPerSec > 0 }
 
-// MayInline implements readpool.Queue: unless the task is demoted (a
-// runaway read in cooldown runs only in a cooled slot, as under the MLFQ)
-// or its group is out of tokens. Lock-free: it reads the group's config
-// and bucket atomically.
+// MayInline implements readpool.Queue: unless the task's group is out of
+// tokens. Lock-free: it reads the group's config and bucket atomically.
 func (s *Scheduler) MayInline(e *readpool.Entry) bool {
-	if e.Demoted {
-		return false
-	}
 	g := s.groupOf(e)
 	cfg := *g.config()
 	if limited(&cfg) && g.tokens.Load() <= 0 {
@@ -200,16 +185,6 @@ func (s *Scheduler) Push(e *readpool.Entry, now time.Duration) {
 			return
 		}
 	}
-	queue, next := s.cool.Push(e)
-	if next != nil {
-		s.uncool(next)
-	}
-	if !queue {
-		e.QueueState |= qsCooled
-		e.Level = len(levelPenalty) - 1 // where it will run
-		g.held.Add(1)
-		return
-	}
 	s.ready.Push(s.keyed(e, g, c))
 	g.queued.Add(1)
 	s.publish()
@@ -221,16 +196,25 @@ func (s *Scheduler) keyed(e *readpool.Entry, g *Group, c int) *readpool.Entry {
 	return e
 }
 
-// uncool makes e, which waited for a cooled slot and has just got one,
-// ready.
-func (s *Scheduler) uncool(e *readpool.Entry) {
+// HoldOutside implements readpool.OutsideHolder: a demoted task waiting
+// for a cooled slot counts in its group's occupancy, as held.
+func (s *Scheduler) HoldOutside(e *readpool.Entry) {
+	g := s.groupOf(e)
+	cfg := *g.config()
+	s.count(e, g, classFor(e, &cfg))
+	e.QueueState |= qsCooled
+	g.held.Add(1)
+}
+
+// ReleaseOutside implements readpool.OutsideHolder: the task has a slot
+// (and is pushed next), or is gone.
+func (s *Scheduler) ReleaseOutside(e *readpool.Entry, removed bool) {
 	e.QueueState &^= qsCooled
 	g := s.groupOf(e)
 	g.held.Add(-1)
-	cfg := *g.config()
-	s.ready.Push(s.keyed(e, g, classFor(e, &cfg)))
-	g.queued.Add(1)
-	s.publish()
+	if removed {
+		s.uncount(e, g)
+	}
 }
 
 // Ran implements readpool.Queue: an inline first step that goes on.
@@ -287,17 +271,6 @@ func (s *Scheduler) Pop(now time.Duration) *readpool.Entry {
 		}
 		s.Push(e, now)
 	}
-	if now == readpool.Forever {
-		// Close drains the cooled-down tasks too.
-		for e := s.cool.Drain(); e != nil; e = s.cool.Drain() {
-			e.QueueState &^= qsCooled
-			g := s.groupOf(e)
-			g.held.Add(-1)
-			e.Key = 0
-			s.ready.Push(e)
-			g.queued.Add(1)
-		}
-	}
 	e := s.ready.Pop()
 	if e == nil {
 		s.publish()
@@ -339,17 +312,9 @@ func (s *Scheduler) Remove(e *readpool.Entry) bool {
 	if !e.Queued() {
 		return false
 	}
-	next, waited := s.cool.Remove(e)
-	if !waited {
-		e.Unlink()
-	}
-	if next != nil {
-		s.uncool(next)
-	}
+	e.Unlink()
 	g := s.groupOf(e)
-	if e.QueueState&qsCooled != 0 {
-		g.held.Add(-1)
-	} else if e.QueueState&qsHeld != 0 {
+	if e.QueueState&qsHeld != 0 {
 		g.held.Add(-1)
 		s.refund(e, g, s.now)
 	} else {
@@ -374,9 +339,6 @@ func (s *Scheduler) Done(e *readpool.Entry, elapsed, now time.Duration) {
 	if !e.Queued() {
 		s.uncount(e, g)
 	}
-	if next := s.cool.Done(e); next != nil {
-		s.uncool(next)
-	}
 }
 
 // publish tells running steps the most urgent key waiting, plus
@@ -392,21 +354,12 @@ func (s *Scheduler) publish() {
 // Len implements readpool.Queue.
 func (s *Scheduler) Len() int { return s.ready.Len() }
 
-// Held implements readpool.Queue: the tasks held for their groups' limits,
-// and the demoted ones waiting for a cooled slot (see readpool.Cooled: the
-// time for those is a backstop).
+// Held implements readpool.Queue: the tasks held for their groups' limits.
 func (s *Scheduler) Held() (int, time.Duration) {
-	n, until := s.cool.Waiting(), time.Duration(0)
-	if n > 0 {
-		until = s.now + readpool.CooledRecheck
-	}
 	if e := s.held.Min(); e != nil {
-		if n == 0 || time.Duration(e.Key) < until {
-			until = time.Duration(e.Key)
-		}
-		n += s.held.Len()
+		return s.held.Len(), time.Duration(e.Key)
 	}
-	return n, until
+	return 0, 0
 }
 
 // Preemption implements readpool.Queue.
@@ -414,7 +367,7 @@ func (s *Scheduler) Preemption() *readpool.Preemption { return s.pre }
 
 // Stats implements readpool.Queue: one level per class.
 func (s *Scheduler) Stats() readpool.QueueStats {
-	st := readpool.QueueStats{Kind: "priority", Levels: make([]readpool.LevelStats, numClasses), Held: s.held.Len() + s.cool.Waiting(), Level0Share: 1, Chance: 1}
+	st := readpool.QueueStats{Kind: "priority", Levels: make([]readpool.LevelStats, numClasses), Held: s.held.Len(), Level0Share: 1, Chance: 1}
 	for e := range s.ready.All() {
 		st.Levels[e.Key>>classShift].Queued++
 	}

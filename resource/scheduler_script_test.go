@@ -19,8 +19,9 @@ import (
 // -rewrite, then read the diff). No goroutine; the pool time is passed in,
 // and the manager's clock reads the same time.
 //
-//	new [cooled=N]                     a fresh manager and scheduler at 0
-//	                                   (cooled: SetCooledSlots(N))
+//	new [cooled=N]                     a fresh manager and scheduler at 0,
+//	                                   in the pool's cooldown (cooled: its
+//	                                   CooledSlots)
 //	group name=g [ru=R] [burstable] [prio=high|medium|low]
 //	                                   puts a group's config (a change
 //	                                   kicks: Pop looks at held tasks again)
@@ -55,6 +56,7 @@ func TestScheduler_Scripts(t *testing.T) {
 type schedScript struct {
 	m       *Manager
 	s       *Scheduler
+	q       readpool.Queue // s in the pool's cooldown
 	now     time.Duration
 	es      map[string]*readpool.Entry
 	ids     map[*readpool.Entry]string
@@ -80,7 +82,7 @@ func (s *schedScript) run(t *testing.T, d *datadriven.TestData) string {
 		s.s = NewScheduler(s.m)
 		var cooled int
 		d.MaybeScanArgs(t, "cooled", &cooled)
-		s.s.SetCooledSlots(cooled)
+		s.q = readpool.WithCooldown(s.s, cooled)
 		s.s.SetKick(func() {})
 		s.now = 0
 		s.es, s.ids, s.stepped = map[string]*readpool.Entry{}, map[*readpool.Entry]string{}, map[*readpool.Entry]bool{}
@@ -107,7 +109,7 @@ func (s *schedScript) run(t *testing.T, d *datadriven.TestData) string {
 			return id + " busy"
 		}
 		s.es[id], s.ids[e] = e, id
-		s.s.Push(e, s.now)
+		s.q.Push(e, s.now)
 		return s.placed(e)
 	case "pop":
 		n := 1
@@ -118,7 +120,7 @@ func (s *schedScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		var out []string
 		for range n {
-			e := s.s.Pop(at)
+			e := s.q.Pop(at)
 			if e == nil {
 				out = append(out, "none")
 				continue
@@ -146,7 +148,7 @@ func (s *schedScript) run(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "used", &used)
 		var b strings.Builder
 		for i := range n {
-			e := s.s.Pop(s.now)
+			e := s.q.Pop(s.now)
 			if e == nil {
 				d.Fatalf(t, "nothing to pop at step %d", i)
 			}
@@ -162,11 +164,11 @@ func (s *schedScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		return b.String()
 	case "remove":
-		return fmt.Sprint(s.s.Remove(s.entry(t, d)))
+		return fmt.Sprint(s.q.Remove(s.entry(t, d)))
 	case "groups":
 		var b strings.Builder
-		n, until := s.s.Held()
-		fmt.Fprintf(&b, "ready=%d held=%d", s.s.Len(), n)
+		n, until := s.q.Held()
+		fmt.Fprintf(&b, "ready=%d held=%d", s.q.Len(), n)
 		if n > 0 {
 			fmt.Fprintf(&b, " until=%v", until)
 		}
@@ -188,9 +190,9 @@ func (s *schedScript) step(e *readpool.Entry, used time.Duration, goesOn bool) {
 	s.s.Charge(e, readpool.Usage{Exec: used, First: !s.stepped[e]})
 	s.stepped[e] = true
 	if goesOn {
-		s.s.Push(e, s.now)
+		s.q.Push(e, s.now)
 	}
-	s.s.Done(e, used, s.now)
+	s.q.Done(e, used, s.now)
 }
 
 // placed says where a pushed task went: its key, or held until when.

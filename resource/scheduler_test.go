@@ -386,10 +386,11 @@ func TestScheduler_MayInlineAndRan(t *testing.T) {
 	assert.False(t, s.MayInline(entry(lim)))
 	assert.True(t, s.MayInline(entry(lo)), "others are not concerned")
 
-	// A read in cooldown waits for a cooled slot, whatever its class.
+	// A read in cooldown waits for a cooled slot, whatever its class: the
+	// pool's cooldown refuses it, around the scheduler as around the MLFQ.
 	d := entry(lo)
 	d.Demoted, d.Priority = true, uint64(PriorityHigh)
-	assert.False(t, s.MayInline(d), "demoted")
+	assert.False(t, readpool.WithCooldown(s, 0).MayInline(d), "demoted")
 }
 
 func TestScheduler_Admit(t *testing.T) {
