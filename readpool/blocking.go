@@ -53,6 +53,14 @@ func (p *Pool) EnterBlocking() {
 	signal(w)
 }
 
+// readsBlocked is the pool's one signal that the disk is slow: a read is
+// blocked off the CPU now. Whether a disk is slow is the caller's judgement
+// (kv tells the pool only of reads on a disk whose recent reads were slow:
+// kv/diskreads.go); the pool acts on the reads it is told of — extra
+// workers, no batches, units cut at the slice (StepContext.Overdue) — and
+// the CPU controller sizes its slack only while there are some (cpu.go).
+func (p *Pool) readsBlocked() bool { return p.blocked.Load() > 0 }
+
 // ExitBlocking tells the pool that a goroutine that called EnterBlocking is
 // back on the CPU.
 func (p *Pool) ExitBlocking() {
@@ -117,34 +125,19 @@ func (p *Pool) demand() extraDemand {
 // or one whose goroutine it starts here (nil is returned then, and when
 // none is allowed).
 func (p *Pool) extraLocked() *worker {
-	if p.closed || p.rule.toStart(p.extras, p.demand(), true) == 0 {
+	if p.closed {
 		return nil
 	}
-	p.extras++
-	w := p.takeExtraLocked()
+	w := p.extras.take(p.demand())
+	if w == nil {
+		return nil
+	}
 	if !w.started {
 		w.started = true
 		p.wg.Add(1)
 		go p.work(w)
 		return nil
 	}
-	return w
-}
-
-// takeExtraLocked takes an idle extra off the list, or makes one (its
-// goroutine not started: a caller may only borrow its slot).
-func (p *Pool) takeExtraLocked() *worker {
-	if n := len(p.extraIdle); n > 0 {
-		w := p.extraIdle[n-1]
-		p.extraIdle = p.extraIdle[:n-1]
-		w.parked = false
-		return w
-	}
-	w := &worker{wake: make(chan struct{}, 1), extra: true}
-	if p.extraWorkers == nil {
-		p.extraWorkers = map[*worker]struct{}{}
-	}
-	p.extraWorkers[w] = struct{}{}
 	return w
 }
 
@@ -158,13 +151,15 @@ func (p *Pool) takeExtraLocked() *worker {
 func (p *Pool) borrowExtra() *worker {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.rule.toStart(p.extras, p.demand(), true) == 0 {
+	var w *worker
+	if !p.closed {
+		w = p.extras.take(p.demand())
+	}
+	if w == nil {
 		p.refused.Store(true) // a read waits for want of a slot: the controller hears of it
 		return nil
 	}
-	p.extras++
 	p.ending.Add(1)
-	w := p.takeExtraLocked()
 	w.borrowed = true
 	return w
 }
@@ -181,12 +176,9 @@ func (p *Pool) giveBackExtra(w *worker) {
 	case p.closed && w.started:
 		wk = w // it was asleep off the list, counted: it sees Close and exits
 	case p.closed:
-		p.extras--
-		p.retireStatsLocked(w)
+		p.retireStatsLocked(w, true)
 	default:
-		p.extras--
-		w.parked = true
-		p.extraIdle = append(p.extraIdle, w)
+		p.extras.park(w)
 		if p.q.Len() > 0 {
 			wk = p.extraLocked()
 		}
@@ -209,7 +201,7 @@ func (p *Pool) returnSlot(w *worker) {
 // extraTooManyLocked reports whether the extra worker w, between steps,
 // should go idle (or, after Close, exit).
 func (p *Pool) extraTooManyLocked() bool {
-	return p.closed || p.rule.tooMany(p.extras, p.demand())
+	return p.closed || p.extras.tooMany(p.demand())
 }
 
 // idleExtraLocked puts the extra worker w, which has nothing to do or is
@@ -222,9 +214,7 @@ func (p *Pool) idleExtraLocked(w *worker) bool {
 		p.retireLocked(w)
 		return false
 	}
-	p.extras--
-	w.parked = true
-	p.extraIdle = append(p.extraIdle, w)
+	p.extras.park(w)
 	var wk *worker
 	if p.q.Len() > 0 {
 		wk = p.slots.unparkOneLocked()
@@ -236,19 +226,12 @@ func (p *Pool) idleExtraLocked(w *worker) bool {
 }
 
 // wakeIdleExtrasForCloseLocked takes every idle extra off the list: those
-// with a goroutine are counted as running again and returned, to be woken
-// so that each sees the pool closed and exits; the others are retired here.
+// with a goroutine are returned, to be woken so that each sees the pool
+// closed and exits; the others are retired here.
 func (p *Pool) wakeIdleExtrasForCloseLocked() []*worker {
-	var ws []*worker
-	for _, w := range p.extraIdle {
-		w.parked = false
-		if w.started {
-			p.extras++
-			ws = append(ws, w)
-		} else {
-			p.retireStatsLocked(w)
-		}
+	started, never := p.extras.closing()
+	for _, w := range never {
+		p.retireStatsLocked(w, false)
 	}
-	p.extraIdle = nil
-	return ws
+	return started
 }

@@ -31,8 +31,8 @@ func checkOnce(h *Handle) {
 
 // checkLocked checks the counters the pool keeps under its lock.
 func (p *Pool) checkLocked() {
-	if p.running < 0 || p.waitingN < 0 || p.extras < 0 {
-		panic(fmt.Sprintf("readpool: invariant: negative counter: running %d, waiting %d, extras %d", p.running, p.waitingN, p.extras))
+	if p.running < 0 || p.waitingN < 0 || p.extras.running < 0 {
+		panic(fmt.Sprintf("readpool: invariant: negative counter: running %d, waiting %d, extras %d", p.running, p.waitingN, p.extras.running))
 	}
 	if int64(p.q.Len()) != p.queued.Load() {
 		panic("readpool: invariant: queued does not mirror the queue")

@@ -87,7 +87,7 @@ func (l *localQueue) len() int {
 // not step are ended by the caller: they come back in stops.
 func (p *Pool) takeBatchLocked(w *worker, first *Handle, now time.Duration, stops []stopped) []stopped {
 	b := p.batcher
-	if b == nil || w.extra || p.blocked.Load() > 0 {
+	if b == nil || w.extra || p.readsBlocked() {
 		// Steps block on the disk (an extra stands in for one): a batch
 		// would wait behind each of its reads in turn, where extra workers
 		// can run them side by side.

@@ -180,7 +180,7 @@ func (m *monitor) run() {
 // — for stuck steps, or for the controller's slack — under p.mu.
 func (p *Pool) startExtrasLocked() {
 	ready := !p.closed && p.q.Len() > 0
-	for range p.rule.toStart(p.extras, p.demand(), ready) {
+	for range p.extras.toStart(p.demand(), ready) {
 		signal(p.extraLocked()) // an idle extra's token channel is empty: no wait under the lock
 	}
 }

@@ -265,16 +265,13 @@ type Pool struct {
 	waiting  Handle // sentinel of the list of WAITING tasks
 	waitingN int
 	running  int          // tasks taken from the queue (or adopted after an inline step) whose step has not been filed
-	extras   int          // the extra workers awake (blocking.go)
+	extras   extras       // the extra workers (extras.go)
 	spares   spares       // the spare workers (spare.go)
 	urgent   UrgentPopper // q, when it is one and spares run
 	batcher  Batcher      // q, when it is one: workers take batches (local.go)
-	// extraWorkers are the live extra workers, whose figures Stats adds
-	// to the workers' until they retire into retired.
-	extraWorkers map[*worker]struct{}
-	spawned      int64     // accepted tasks, but for those run inline (counted per slot)
-	held         heldTimer // wakes a worker when a held task's time comes (heldtimer.go)
-	retired      workerStats
+	spawned  int64        // accepted tasks, but for those run inline (counted per slot)
+	held     heldTimer    // wakes a worker when a held task's time comes (heldtimer.go)
+	retired  workerStats
 
 	opts  Options
 	epoch time.Time
@@ -324,10 +321,6 @@ type Pool struct {
 	_           [64]byte
 	meter       cpuMeter
 	slackPolicy slackPolicy
-	// Under mu: the idle extra workers, LIFO, and the rule for how many
-	// may run (blocking.go).
-	extraIdle []*worker
-	rule      extraRule
 }
 
 // New starts a pool.
@@ -376,8 +369,8 @@ func New(opts Options) (*Pool, error) {
 		go p.work(w)
 	}
 	p.startSpares()
-	p.rule = newExtraRule(&p.opts, len(p.spares.workers))
-	p.slackPolicy = defaultSlackPolicy(p.rule.maxExtras)
+	p.extras.rule = newExtraRule(&p.opts, len(p.spares.workers))
+	p.slackPolicy = defaultSlackPolicy(p.extras.rule.maxExtras)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()

@@ -45,7 +45,7 @@ func (p *Pool) spawn(ctx context.Context, t Task, o SpawnOptions, stats bool) (*
 		if w := p.borrow(); w != nil {
 			return p.spawnInline(h, w)
 		}
-		if p.blocked.Load() > 0 {
+		if p.readsBlocked() {
 			// Reads wait on the disk: an extra's slot may be free.
 			if w := p.borrowExtra(); w != nil {
 				return p.spawnInline(h, w)

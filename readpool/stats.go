@@ -133,7 +133,7 @@ func (p *Pool) Stats() Stats {
 	s.Spares = len(p.spares.workers)
 	p.mu.Lock()
 	agg.add(&p.retired)
-	for w := range p.extraWorkers {
+	for w := range p.extras.all {
 		for _, sl := range []*slot{&w.own, &w.lent} {
 			agg.add(&sl.stats)
 			if sl.stepStart.Load() != 0 {
@@ -142,7 +142,7 @@ func (p *Pool) Stats() Stats {
 		}
 	}
 	s.Parked = len(p.slots.parked)
-	s.Extra = p.extras
+	s.Extra = p.extras.running
 	s.Queued = p.q.Len()
 	s.Pending = p.waitingN
 	s.Running = p.running

@@ -64,7 +64,7 @@ func (sc *StepContext) sliceUsed() bool { return sc.p.now() >= sc.deadline }
 // steps, each a trip through the queue for the Gets beside it to wait
 // behind (cmd/kvbench's README, The pool's constants).
 func (sc *StepContext) Overdue() bool {
-	return sc.Preempted() || sc.p.blocked.Load() > 0 && sc.sliceUsed()
+	return sc.Preempted() || sc.p.readsBlocked() && sc.sliceUsed()
 }
 
 // ShouldYield is asked before each unit of work: true means the step has

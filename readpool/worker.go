@@ -240,8 +240,7 @@ func (p *Pool) park(w *worker) {
 // retireLocked ends an extra worker at Close; it releases p.mu. Work left
 // in the queue goes to a parked worker.
 func (p *Pool) retireLocked(w *worker) {
-	p.extras--
-	p.retireStatsLocked(w)
+	p.retireStatsLocked(w, true)
 	var wk *worker
 	if p.q.Len() > 0 {
 		wk = p.slots.unparkOneLocked()
@@ -250,9 +249,10 @@ func (p *Pool) retireLocked(w *worker) {
 	signal(wk)
 }
 
-// retireStatsLocked keeps the figures of an extra that leaves the pool.
-func (p *Pool) retireStatsLocked(w *worker) {
+// retireStatsLocked retires the extra w (counted: it was running) and
+// keeps its figures.
+func (p *Pool) retireStatsLocked(w *worker, counted bool) {
 	p.retired.add(&w.own.stats)
 	p.retired.add(&w.lent.stats)
-	delete(p.extraWorkers, w)
+	p.extras.retire(w, counted)
 }
