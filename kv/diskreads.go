@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/coopkv/coopkv/internal/ewma"
 	"github.com/coopkv/coopkv/kv/internal/diskfs"
 	"github.com/coopkv/coopkv/readpool"
 )
@@ -37,14 +38,14 @@ type slowReadRule struct {
 // cache (a 4 KiB pread from it, a few µs), below any device read.
 const defaultSlowRead = 30 * time.Microsecond
 
-// next is the moving average after a read that took took, from avg: an
-// exponentially weighted average with weight 1/8 on the newest read, each
-// read counted at most 2 × slow. The cap makes it a vote: one read that
+// next is the moving average after a read that took took, from avg (the
+// store's and the pool's one moving average, ewma), each read counted at
+// most 2 × slow. The cap makes it a vote: one read that
 // took long because its goroutine was preempted (10 ms on a loaded
 // machine) cannot make a fast disk slow, while five slow reads in a row
 // do, and six fast ones undo it.
 func (d slowReadRule) next(avg, took time.Duration) time.Duration {
-	return avg + (min(took, 2*d.slow)-avg)/8
+	return ewma.Next(avg, min(took, 2*d.slow))
 }
 
 // blocking reports whether, with the moving average at avg, the next read
@@ -56,10 +57,10 @@ func (d slowReadRule) blocking(avg time.Duration) bool { return avg >= d.slow }
 type diskReads struct {
 	policy slowReadRule
 	epoch  time.Time
-	// avg is the moving average read latency (a time.Duration). Reads
-	// update it without a lock: two racing updates lose one, which only
-	// makes the average a little slower to move.
-	avg  atomic.Int64
+	// avg is the moving average read latency. Reads update it without a
+	// lock: two racing updates lose one, which only makes the average a
+	// little slower to move.
+	avg  ewma.Duration
 	pool atomic.Pointer[readpool.Pool] // nil until the store has one, and without a pool
 	// reads and told count the table reads, and those that told the pool;
 	// took is their time (Stats.Storage).
@@ -99,7 +100,7 @@ func newDiskReads(slow time.Duration) *diskReads {
 }
 
 // slow reports whether the disk's reads are slow now.
-func (r *diskReads) slow() bool { return r.policy.blocking(time.Duration(r.avg.Load())) }
+func (r *diskReads) slow() bool { return r.policy.blocking(r.avg.Load()) }
 
 // enter is called before a table read: it tells the pool if the disk is
 // slow, and returns the read's start and whether it told.
@@ -119,7 +120,7 @@ func (r *diskReads) enter() (time.Duration, *readpool.Pool) {
 // tells told, the pool enter told, that the read is over.
 func (r *diskReads) exit(start time.Duration, told *readpool.Pool) {
 	took := time.Since(r.epoch) - start
-	r.avg.Store(int64(r.policy.next(time.Duration(r.avg.Load()), took)))
+	r.avg.Store(r.policy.next(r.avg.Load(), took))
 	r.reads.Add(1)
 	r.took.Add(int64(took))
 	if told != nil {

@@ -105,7 +105,7 @@ func TestMultiGet_SplitEqualsOneTask(t *testing.T) {
 			if slow {
 				avg = time.Millisecond
 			}
-			db.reads.avg.Store(int64(avg))
+			db.reads.avg.Store(avg)
 			var before int64
 			if db.pool != nil {
 				before = db.Stats().Pool.Spawned
@@ -192,7 +192,7 @@ type holdFile struct {
 
 func (f *holdFile) ReadAt(p []byte, off int64) (int, error) {
 	if r := f.fs.reads.Load(); r != nil {
-		r.avg.Store(int64(time.Millisecond))
+		r.avg.Store(time.Millisecond)
 	}
 	if off == 0 && f.fs.armed.Load() {
 		f.fs.entered <- struct{}{}
@@ -239,7 +239,7 @@ func openSlowDisk(t *testing.T, fs *holdFS, o Options, tables int) *DB {
 		n += len(level)
 	}
 	require.Equal(t, tables, n, "a table for each flush")
-	db.reads.avg.Store(int64(time.Millisecond))
+	db.reads.avg.Store(time.Millisecond)
 	fs.reads.Store(db.reads)
 	return db
 }

@@ -260,7 +260,7 @@ func TestWarm_StandsDownWhenTheCacheIsFull(t *testing.T) {
 // warmer reads nothing.
 func TestWarm_StandsDownOnASlowDisk(t *testing.T) {
 	db, ended := warmOpen(t, Options{RowCacheSize: -1, CacheSize: 256 << 20})
-	db.reads.avg.Store(int64(2 * time.Hour))
+	db.reads.avg.Store(2 * time.Hour)
 	writeKeys(t, db, 1000, 100)
 	require.NoError(t, db.Flush())
 	waitTurn(t, db, ended, warmDiskSlow)

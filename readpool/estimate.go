@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/coopkv/coopkv/internal/ewma"
 )
 
 // Estimated waits, for callers that would rather fail fast than wait
@@ -34,20 +36,6 @@ func (e *BusyError) Error() string {
 
 // Unwrap returns ErrBusy.
 func (e *BusyError) Unwrap() error { return ErrBusy }
-
-// stepAverage keeps a moving average of one slot's step times: written by
-// the slot's holder alone (a load and a store, no contended write), read by
-// estimators.
-type stepAverage struct{ ns atomic.Int64 }
-
-// avgShift sets the weight of the newest step in the average: 1/8, about
-// the last dozen steps.
-const avgShift = 3
-
-func (a *stepAverage) record(d time.Duration) {
-	old := a.ns.Load()
-	a.ns.Store(old + (int64(d)-old)>>avgShift)
-}
 
 // waitEstimate is how long a task waits for its first step when ahead
 // entries would step before it, free of the workers are idle, and the busy
@@ -85,19 +73,19 @@ func (p *Pool) estimateLocked(e *Entry) time.Duration {
 	}
 	// Never less than the recent first steps waited: a free worker still
 	// has to be woken, and a queue that looks empty may fill first.
-	return max(waitEstimate(ahead, free, p.opts.Workers, p.average(func(s *slot) *stepAverage { return &s.avg }, p.opts.TimeSlice)),
-		p.average(func(s *slot) *stepAverage { return &s.firstWait }, 0))
+	return max(waitEstimate(ahead, free, p.opts.Workers, p.average(func(s *slot) *ewma.Duration { return &s.avg }, p.opts.TimeSlice)),
+		p.average(func(s *slot) *ewma.Duration { return &s.firstWait }, 0))
 }
 
 // average is the workers' slots' moving average that of picks (their own
 // slots' and, for steps run inline, their lent slots'), def when none has
 // measured anything yet.
-func (p *Pool) average(of func(*slot) *stepAverage, def time.Duration) time.Duration {
+func (p *Pool) average(of func(*slot) *ewma.Duration, def time.Duration) time.Duration {
 	var sum, n int64
 	for _, w := range p.slots.workers {
 		for _, s := range []*slot{&w.own, &w.lent} {
-			if v := of(s).ns.Load(); v > 0 {
-				sum += v
+			if v := of(s).Load(); v > 0 {
+				sum += int64(v)
 				n++
 			}
 		}

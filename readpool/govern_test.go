@@ -212,8 +212,8 @@ func TestEstimateWait_AtLeastRecentWaits(t *testing.T) {
 		defer func() { require.NoError(t, p.Close()) }()
 		synctest.Wait()
 		assert.Zero(t, p.estimateWait(SpawnOptions{}), "nothing measured, a worker free")
-		p.slots.workers[0].own.firstWait.ns.Store(int64(3 * time.Millisecond))
-		p.slots.workers[1].lent.firstWait.ns.Store(int64(time.Millisecond))
+		p.slots.workers[0].own.firstWait.Store(3 * time.Millisecond)
+		p.slots.workers[1].lent.firstWait.Store(time.Millisecond)
 		assert.Equal(t, 2*time.Millisecond, p.estimateWait(SpawnOptions{}), "the mean of the slots that measured")
 	})
 }

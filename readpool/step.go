@@ -165,9 +165,9 @@ func (p *Pool) runStep(w *slot, h *Handle, start time.Duration, gosched bool) (r
 	w.stats.steps.Add(1)
 	w.stats.wait.Record(wait)
 	w.stats.step.Record(elapsed)
-	w.avg.record(elapsed)
+	w.avg.Record(elapsed)
 	if first {
-		w.firstWait.record(wait)
+		w.firstWait.Record(wait)
 		if e.maxWait > 0 {
 			p.waits.start(wait, e.maxWait, e.estimate)
 		}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coopkv/coopkv/internal/ewma"
 	"github.com/coopkv/coopkv/readpool/internal/hist"
 )
 
@@ -16,8 +17,8 @@ type slot struct {
 	lastGosched time.Duration
 	stepStart   atomic.Int64
 	longFor     atomic.Int64
-	avg         stepAverage // of step times, for estimated waits (estimate.go)
-	firstWait   stepAverage // of first steps' waits, the same
+	avg         ewma.Duration // of step times, for estimated waits (estimate.go); written by the slot's holder alone
+	firstWait   ewma.Duration // of first steps' waits, the same
 	stats       workerStats
 	_           [64]byte // keep slots of different goroutines off one cache line
 }
