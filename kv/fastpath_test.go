@@ -193,3 +193,25 @@ func TestRowCache_AWriteSparesOtherKeys(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, hits, n-30, "entries dropped by writes to other keys")
 }
+
+// A row-cache hit allocates the caller's copy of the value and nothing
+// else: no task, no entry, no context extras (issue 42's lean hit path).
+func TestGet_CacheHitAllocatesOnlyTheCopy(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	for _, o := range []Options{{}, {ResourceControl: true}} {
+		o.InMemory, o.NoSync = true, true
+		db := openTest(t, "", &o)
+		cacheKey(t, db, "k", "value")
+		ctx, k := context.Background(), []byte("k")
+		before := db.Stats().RowCache.Hits
+		allocs := testing.AllocsPerRun(200, func() {
+			if _, err := db.Get(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		})
+		require.Greater(t, db.Stats().RowCache.Hits-before, int64(200), "%s: served from the row cache", o.Scheduler)
+		assert.Equal(t, 1.0, allocs, "%s: allocations per hit", o.Scheduler)
+	}
+}
