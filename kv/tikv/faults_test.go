@@ -14,6 +14,7 @@ import (
 	tikverr "github.com/tikv/client-go/v2/error"
 	"github.com/tikv/client-go/v2/testutils"
 	"github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/tikvrpc"
 	pd "github.com/tikv/pd/client"
 	"github.com/tikv/pd/client/clients/tso"
 
@@ -42,6 +43,58 @@ func hookedCluster(t testing.TB, opts *Options, hijack func(tikv.Client) tikv.Cl
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s, cluster
+}
+
+// failures is a client in front of the mock's that reports each request
+// that failed: with the cluster's stores down, a call's first request
+// fails and client-go then backs off without sending another (the store
+// is unreachable), so a failure says the call is in client-go's retries.
+type failures struct {
+	tikv.Client
+	failed chan struct{}
+}
+
+func (f *failures) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
+	resp, err := f.Client.SendRequest(ctx, addr, req, timeout)
+	if err != nil {
+		select {
+		case f.failed <- struct{}{}:
+		default: // nobody counts this many
+		}
+	}
+	return resp, err
+}
+
+// watchedCluster is faultCluster with its requests' failures reported.
+func watchedCluster(t *testing.T) (*Store, *testutils.MockCluster, *failures) {
+	t.Helper()
+	f := &failures{failed: make(chan struct{}, 1024)}
+	s, cluster := hookedCluster(t, nil, func(c tikv.Client) tikv.Client { f.Client = c; return f })
+	return s, cluster, f
+}
+
+// drainFailures forgets the failures so far.
+func drainFailures(f *failures) {
+	for {
+		select {
+		case <-f.failed:
+		default:
+			return
+		}
+	}
+}
+
+// inRetries waits until n requests have failed since the last wait: the
+// calls that sent them are in client-go's retries.
+func (f *failures) inRetries(t *testing.T, n int) {
+	t.Helper()
+	for i := range n {
+		select {
+		case <-f.failed:
+		case <-time.After(time.Minute):
+			require.FailNow(t, "hung", "%d of %d requests failed", i, n)
+		}
+	}
 }
 
 // stopAll stops every store of c; startAll starts them again.
@@ -222,9 +275,10 @@ func TestFaults_AllStoresDown_EveryCallReturnsByItsDeadline(t *testing.T) {
 // (another goroutine's; no deadline) ends that Next at its next backoff:
 // neither waits out client-go's 20 s.
 func TestFaults_IteratorCloseEndsABlockedNext(t *testing.T) {
-	s, cluster := faultCluster(t, nil)
+	s, cluster, f := watchedCluster(t)
 	faultKeys(t, s, 10)
 	stopAll(cluster)
+	drainFailures(f)
 	it := s.Scan(context.Background(), nil, nil, nil)
 	done := make(chan error, 1)
 	go func() {
@@ -232,7 +286,7 @@ func TestFaults_IteratorCloseEndsABlockedNext(t *testing.T) {
 		}
 		done <- it.Err()
 	}()
-	time.Sleep(200 * time.Millisecond) // into the retries
+	f.inRetries(t, 1)
 	start := time.Now()
 	require.NoError(t, it.Close())
 	select {
@@ -398,15 +452,25 @@ func TestFaults_StoresRestartDuringWritesAndReads(t *testing.T) {
 // calls give up client-go's retries, and Close returns without waiting
 // them out (20 s to 40 s).
 func TestFaults_CloseDoesNotWaitOutTheRetries(t *testing.T) {
-	s, cluster := faultCluster(t, nil) // its cleanup's Close returns this Close's error
+	s, cluster, f := watchedCluster(t) // its cleanup's Close returns this Close's error
 	faultKeys(t, s, 10)
 	stopAll(cluster)
+	drainFailures(f)
 	defer startAll(cluster)
 	errs := make(chan error, len(downCalls))
+	var started sync.WaitGroup
 	for _, c := range downCalls {
-		go func() { errs <- c.call(context.Background(), s) }()
+		started.Add(1)
+		go func() {
+			started.Done()
+			errs <- c.call(context.Background(), s)
+		}()
 	}
-	time.Sleep(300 * time.Millisecond) // into the retries
+	started.Wait()
+	// The first request to fail says client-go is retrying; the other
+	// calls find the stores marked unreachable and back off without a
+	// request, or are on their way in: Close ends them either way.
+	f.inRetries(t, 1)
 	start := time.Now()
 	require.NoError(t, s.Close())
 	assert.Less(t, time.Since(start), 5*time.Second, "Close waited out client-go's retries")
