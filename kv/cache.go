@@ -7,6 +7,7 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 
+	"github.com/coopkv/coopkv/internal/stripe"
 	"github.com/coopkv/coopkv/kv/internal/arena"
 )
 
@@ -57,7 +58,10 @@ type rowCache struct {
 	// door keeps out the values of keys that had not missed before.
 	door *doorkeeper
 
-	hits, misses, evictions atomic.Int64
+	// hits is striped by the key's hash: every hit adds to it, on every
+	// core at once. A miss costs a Pebble read; one counter does.
+	hits              stripe.Counter
+	misses, evictions atomic.Int64
 	// heldBack counts values the doorkeeper kept out.
 	heldBack atomic.Int64
 	// full counts values not cached because the arena had no room: its
@@ -193,7 +197,7 @@ func (rc *rowCache) lookup(key []byte) (val []byte, ok bool, st cacheStamp) {
 	st = rc.stampOf(h)
 	if e, found := rc.c.Get(h); found && e.stamp == st {
 		if val, ok := rc.mem.Get(e.ref, key); ok {
-			rc.hits.Add(1)
+			rc.hits.Add(h>>32, 1)
 			return val, true, st
 		}
 	}

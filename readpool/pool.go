@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coopkv/coopkv/internal/stripe"
 )
 
 // Options configures a Pool. The zero value is valid: every zero field takes
@@ -287,8 +289,8 @@ type Pool struct {
 	dropped      atomic.Int64
 	panicked     atomic.Int64
 	wakes        atomic.Int64
-	preempted    atomic.Int64 // steps cut short for more urgent work
-	bypassed     atomic.Int64 // reads served by Bypass, without a task
+	preempted    atomic.Int64   // steps cut short for more urgent work
+	bypassed     stripe.Counter // reads served by Bypass, without a task
 	// longLive counts the accepted, not yet completed tasks that are not
 	// point reads (SpawnOptions.Short): scans, coprocessor requests.
 	longLive atomic.Int64
