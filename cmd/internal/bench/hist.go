@@ -50,6 +50,10 @@ type classStats struct {
 	arrival string                  // the clients' --arrival
 	offered float64                 // Gets per second asked for, summed over the clients; +Inf: unbounded
 	service *hdrhistogram.Histogram // nil unless paced
+	// late is each Get's call after its due time (e2e − service): the
+	// client's wait to run, Go's scheduler's share, before the store sees
+	// the Get. Nil unless paced.
+	late *hdrhistogram.Histogram
 	// overdue counts the Gets the phase's end cut off: due by then but not
 	// served. hist holds each one's latency so far (a lower bound), so that
 	// a stall at the very end shows in the latency as one earlier does;
@@ -115,7 +119,7 @@ func (r *recorder) pace(c class, arrival string, rate float64) {
 	cs.arrival = arrival
 	cs.offered += rate
 	if cs.service == nil {
-		cs.service = newHist()
+		cs.service, cs.late = newHist(), newHist()
 	}
 }
 
@@ -125,6 +129,7 @@ func (r *recorder) recordPaced(c class, e2e, service time.Duration, err error) {
 	r.record(c, e2e, err)
 	if cs := r.classes[c]; err == nil && cs.service != nil {
 		recordClamped(cs.service, service)
+		recordClamped(cs.late, e2e-service)
 	}
 }
 
@@ -182,9 +187,10 @@ func mergeRecorders(recs []*recorder) *recorder {
 			}
 			if cs.service != nil {
 				if m.service == nil {
-					m.service = newHist()
+					m.service, m.late = newHist(), newHist()
 				}
 				m.service.Merge(cs.service)
+				m.late.Merge(cs.late)
 				m.arrival = cs.arrival
 				m.offered += cs.offered
 			}
@@ -225,6 +231,7 @@ type summary struct {
 	arrival string
 	offered float64
 	service percentiles
+	late    percentiles // the calls' lateness (classStats.late)
 	overdue int64
 
 	// rows is what the class's operations read in rows (classStats.rows),
@@ -257,7 +264,7 @@ func (r *recorder) summarize(c class, elapsed time.Duration) summary {
 		s.conflictsPerSec = float64(s.conflicts) / elapsed.Seconds()
 	}
 	if cs.service != nil {
-		s.arrival, s.offered, s.service = cs.arrival, cs.offered, percentilesOf(cs.service)
+		s.arrival, s.offered, s.service, s.late = cs.arrival, cs.offered, percentilesOf(cs.service), percentilesOf(cs.late)
 	}
 	return s
 }

@@ -103,6 +103,8 @@ func TestRecorder_Paced(t *testing.T) {
 	assert.InEpsilon(t, 50*time.Microsecond, s.service.p50, 0.001)
 	assert.InEpsilon(t, 99*time.Microsecond, s.service.p99, 0.001)
 	assert.InEpsilon(t, 100*time.Microsecond, s.service.max, 0.001)
+	assert.InEpsilon(t, 50*time.Millisecond-50*time.Microsecond, s.late.p50, 0.001, "late: e2e less service")
+	assert.InEpsilon(t, 100*time.Millisecond-100*time.Microsecond, s.late.max, 0.001)
 
 	s = idle.summarize(classGet, time.Second)
 	assert.Zero(t, s.ops)

@@ -68,9 +68,11 @@ func TestNewResult_Paced(t *testing.T) {
 func pacedReport() *Report {
 	rep := sampleReport()
 	rep.Results[0].Pacing = &Pacing{Arrival: "fixed", OfferedPerSec: 20_000, AchievedPct: 25,
-		ServiceP50us: 40, ServiceP99us: 300, ServiceP999us: 1000, ServiceMaxUs: 4000}
+		ServiceP50us: 40, ServiceP99us: 300, ServiceP999us: 1000, ServiceMaxUs: 4000,
+		LateP50us: 30, LateP99us: 600, LateP999us: 1500, LateMaxUs: 2000}
 	rep.Results[2].Pacing = &Pacing{Arrival: "fixed", OfferedPerSec: 20_000, AchievedPct: 22.5,
-		ServiceP50us: 90, ServiceP99us: 20_000, ServiceP999us: 30_000, ServiceMaxUs: 45_000}
+		ServiceP50us: 90, ServiceP99us: 20_000, ServiceP999us: 30_000, ServiceMaxUs: 45_000,
+		LateP50us: 10, LateP99us: 10_000, LateP999us: 15_000, LateMaxUs: 20_000}
 	rep.Results[2].Interrupted = true
 	return rep
 }
@@ -94,12 +96,14 @@ func TestWriteTable_Paced(t *testing.T) {
 		[]string{"workload", "scheduler", "class", "ops/s", "offered/s", "achieved", "p50", "p99", "p99.9", "max", "errors"},
 		[]string{"noisy", "mlfq", "get", "e2e", "5000", "20000", "25.0%", "80µs", "900µs", "2.00ms", "5.00ms", "0"},
 		[]string{"noisy", "mlfq", "get", "service", "40µs", "300µs", "1.00ms", "4.00ms"},
+		[]string{"noisy", "mlfq", "get", "late", "30µs", "600µs", "1.50ms", "2.00ms"},
 		[]string{"noisy", "mlfq", "scan", "50", "12.00ms", "20.00ms", "20.00ms", "1.50s", "2"},
 		[]string{"noisy", "direct", "get", "e2e", "4500", "20000", "22.5%", "100µs", "30.00ms", "40.00ms", "50.00ms", "0", "(interrupted)"},
 		[]string{"noisy", "direct", "get", "service", "90µs", "20.00ms", "30.00ms", "45.00ms", "(interrupted)"},
+		[]string{"noisy", "direct", "get", "late", "10µs", "10.00ms", "15.00ms", "20.00ms", "(interrupted)"},
 		[]string{"noisy", "direct", "scan", "0", "-", "-", "-", "-", "0"},
 	)
-	require.Len(t, lines, 8)
+	require.Len(t, lines, 10)
 	// The service rows' percentiles sit under the e2e rows'.
 	maxEnd := strings.Index(lines[1], "5.00ms") + len("5.00ms")
 	assert.Equal(t, utf8.RuneCountInString(lines[1][:maxEnd]), utf8.RuneCountInString(lines[2]), "columns are aligned")
@@ -130,6 +134,7 @@ func TestWriteJSON_Pacing(t *testing.T) {
 		"p999_us": 2000.0, "max_us": 5000.0, "errors": 0.0,
 		"arrival": "fixed", "offered_per_sec": 20_000.0, "achieved_pct": 25.0, "overdue": 0.0,
 		"service_p50_us": 40.0, "service_p99_us": 300.0, "service_p999_us": 1000.0, "service_max_us": 4000.0,
+		"late_p50_us": 30.0, "late_p99_us": 600.0, "late_p999_us": 1500.0, "late_max_us": 2000.0,
 	}, results[0])
 	assert.NotContains(t, results[1], "arrival", "a class that is not paced has no pacing fields")
 	assert.Equal(t, pacedReport().Results[0].Pacing, rep.Results[0].Pacing, "a report reads back")
@@ -345,14 +350,15 @@ func TestWriteTable_Txns(t *testing.T) {
 		[]string{"workload", "scheduler", "class", "ops/s", "offered/s", "achieved", "conflicts/s", "retries", "failures", "p50", "p99", "p99.9", "max", "errors"},
 		[]string{"noisy", "mlfq", "get", "e2e", "5000", "20000", "25.0%", "80µs", "900µs", "2.00ms", "5.00ms", "0"},
 		[]string{"noisy", "mlfq", "get", "service", "40µs", "300µs", "1.00ms", "4.00ms"},
+		[]string{"noisy", "mlfq", "get", "late", "30µs", "600µs", "1.50ms", "2.00ms"},
 		[]string{"noisy", "mlfq", "scan", "50", "12.00ms", "20.00ms", "20.00ms", "1.50s", "2"},
 		[]string{"txn", "mlfq", "transfer", "4500", "600", "117", "3", "20µs", "3.00ms", "40.00ms", "90.00ms", "0"},
 	)
-	require.Len(t, lines, 6)
-	for _, i := range []int{1, 3, 4} {
+	require.Len(t, lines, 7)
+	for _, i := range []int{1, 4, 5} {
 		assert.Equal(t, utf8.RuneCountInString(lines[0]), utf8.RuneCountInString(lines[i]), "line %d: the columns are aligned", i)
 	}
-	assert.Equal(t, strings.Index(lines[0], "failures")+len("failures"), strings.Index(lines[4], " 3 ")+2, "failures under their heading")
+	assert.Equal(t, strings.Index(lines[0], "failures")+len("failures"), strings.Index(lines[5], " 3 ")+2, "failures under their heading")
 
 	var buf bytes.Buffer
 	require.NoError(t, writeTable(&buf, sampleReport()))
