@@ -114,7 +114,8 @@ func TestRun_JSONAndPlot(t *testing.T) {
 		"p50_us", "p99_us", "p999_us", "max_us", "errors"}
 	// noisy's Gets, quiet or not, are paced: they have these too.
 	pacedFields := append(slices.Clone(fields), "arrival", "offered_per_sec", "achieved_pct", "overdue",
-		"service_p50_us", "service_p99_us", "service_p999_us", "service_max_us")
+		"service_p50_us", "service_p99_us", "service_p999_us", "service_max_us",
+		"late_p50_us", "late_p99_us", "late_p999_us", "late_max_us")
 	for i, x := range results {
 		r, ok := x.(map[string]any)
 		require.True(t, ok)
