@@ -31,11 +31,11 @@ import "time"
 // microsecond, so the step pays little for it.
 const demotedGoschedDiv = 4
 
-// CooledRecheck is how soon the pool looks again at the demoted tasks
+// cooledRecheck is how soon the pool looks again at the demoted tasks
 // waiting for a cooled slot (Queue.Held): a backstop, since a worker pops
 // after the Done that frees a slot, and the pool wakes one after a step run
 // off the workers.
-const CooledRecheck = 10 * time.Millisecond
+const cooledRecheck = 10 * time.Millisecond
 
 // OutsideHolder is an optional Queue capability: a queue that counts the
 // entries the pool holds back outside it — demoted ones waiting for a
@@ -151,7 +151,7 @@ func (c *cooledQueue) Done(e *Entry, elapsed, now time.Duration) {
 func (c *cooledQueue) Held() (int, time.Duration) {
 	n, until := c.Queue.Held()
 	if w := c.cool.waiting.Len(); w > 0 {
-		if recheck := c.now + CooledRecheck; n == 0 || recheck < until {
+		if recheck := c.now + cooledRecheck; n == 0 || recheck < until {
 			until = recheck
 		}
 		n += w
