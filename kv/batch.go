@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Batch collects writes to apply atomically with DB.Apply or DB.Write. It
@@ -28,6 +29,21 @@ func (b *Batch) Set(key, value []byte) {
 		return
 	}
 	b.ops = append(b.ops, BatchOp{Kind: OpSet, Key: append([]byte(nil), key...), Value: append([]byte(nil), value...)})
+}
+
+// SetWithTTL adds a write of value under key that expires ttl after the
+// batch is written (see DB.SetWithTTL). The batch copies both. An empty
+// key or a ttl that is not positive is not added, and makes Apply of the
+// batch fail with ErrEmptyKey or ErrInvalidTTL until Reset.
+func (b *Batch) SetWithTTL(key, value []byte, ttl time.Duration) {
+	if ttl <= 0 {
+		b.fail(fmt.Errorf("%w: %v", ErrInvalidTTL, ttl))
+		return
+	}
+	b.Set(key, value)
+	if len(key) > 0 {
+		b.ops[len(b.ops)-1].TTL = ttl
+	}
 }
 
 // Delete adds a deletion of key. An empty key is not added, and makes Apply
@@ -104,6 +120,9 @@ type BatchOp struct {
 	// Value is the value of an OpSet; for OpDeleteRange the range's end,
 	// nil when open.
 	Value []byte
+	// TTL, when positive, makes an OpSet's key expire TTL after the write
+	// (SetWithTTL); a backend counts it from when it applies the batch.
+	TTL time.Duration
 }
 
 // Ops returns the batch's writes in the order they apply, for a backend

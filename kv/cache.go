@@ -95,6 +95,7 @@ const (
 type cacheEntry struct {
 	ref   arena.Ref
 	stamp cacheStamp
+	exp   int64 // the value's expiry (0: none): a hit judges it (judged)
 }
 
 // cacheStamp is what a reader saw of the words that guard an entry when it
@@ -170,14 +171,14 @@ func (rc *rowCache) stripe(key []byte) *atomic.Uint64 { return rc.stripeOf(rc.ha
 
 func (rc *rowCache) stripeOf(h uint64) *atomic.Uint64 { return &rc.gens[h&rc.mask] }
 
-// get returns a copy of key's cached value, and the stamp to give put
-// after a miss.
-func (rc *rowCache) get(key []byte) (val []byte, ok bool, st cacheStamp) {
-	val, ok, st = rc.lookup(key)
+// get returns a copy of key's cached value and its expiry, and the stamp to
+// give put after a miss.
+func (rc *rowCache) get(key []byte) (val []byte, exp int64, ok bool, st cacheStamp) {
+	val, exp, ok, st = rc.lookup(key)
 	if !ok {
 		rc.misses.Add(1)
 	}
-	return val, ok, st
+	return val, exp, ok, st
 }
 
 // stamp reads key's words now.
@@ -192,27 +193,29 @@ func (rc *rowCache) stampOf(h uint64) cacheStamp {
 // itself, as it knows only after the lookup whether it served the read.
 // Entries carry only stamps with no write in flight (put), so a stripe with
 // one, or a range deletion in flight, serves no hits.
-func (rc *rowCache) lookup(key []byte) (val []byte, ok bool, st cacheStamp) {
+func (rc *rowCache) lookup(key []byte) (val []byte, exp int64, ok bool, st cacheStamp) {
 	h := rc.hash(key)
 	st = rc.stampOf(h)
 	if e, found := rc.c.Get(h); found && e.stamp == st {
 		if val, ok := rc.mem.Get(e.ref, key); ok {
 			rc.hits.Add(h>>32, 1)
-			return val, true, st
+			return val, e.exp, true, st
 		}
 	}
-	return nil, false, st
+	return nil, 0, false, st
 }
 
-// put caches val, read from Pebble after get returned st, unless a write to
+// put caches val, expiring at exp, read from Pebble after get returned st, unless a write to
 // the stripe or a range deletion was in flight then or has started since,
 // or the key had not missed before (the doorkeeper); it says whether it
 // did.
-func (rc *rowCache) put(key, val []byte, st cacheStamp) bool { return rc.putIf(key, val, st, true) }
+func (rc *rowCache) put(key, val []byte, exp int64, st cacheStamp) bool {
+	return rc.putIf(key, val, exp, st, true)
+}
 
 // putIf is put, with the doorkeeper asked only when door is set: a write
 // that replaces a cached value does not ask.
-func (rc *rowCache) putIf(key, val []byte, st cacheStamp, door bool) bool {
+func (rc *rowCache) putIf(key, val []byte, exp int64, st cacheStamp, door bool) bool {
 	h := rc.hash(key)
 	if !st.clean() || rc.stampOf(h) != st {
 		return false
@@ -230,7 +233,7 @@ func (rc *rowCache) putIf(key, val []byte, st cacheStamp, door bool) bool {
 	}
 	// A Set ristretto drops (its buffer full, or closed) never reaches
 	// OnExit: the chunks are freed here. One it takes frees them on exit.
-	if !rc.c.Set(h, cacheEntry{ref: ref, stamp: st}, cost+entryOverhead) {
+	if !rc.c.Set(h, cacheEntry{ref: ref, stamp: st, exp: exp}, cost+entryOverhead) {
 		rc.mem.Free(ref)
 		return false
 	}
@@ -264,8 +267,8 @@ func (rc *rowCache) beforeWrite(key []byte) cacheStamp {
 }
 
 // afterWrite ends a write of key that beforeWrite started, once Pebble has it
-// or the write failed: val is the value written (nil with del, a delete, or
-// a failed write) and st what beforeWrite returned.
+// or the write failed: val is the value written (nil with del, a delete,
+// or a failed write), exp its expiry, and st what beforeWrite returned.
 //
 // Every cached value of the stripe is stale from the write's start. A key
 // the cache holds then gets the value just written, so a hot key read
@@ -280,14 +283,14 @@ func (rc *rowCache) beforeWrite(key []byte) cacheStamp {
 // write counts as the key's first miss for the doorkeeper instead, so that
 // a key read soon after it was written (YCSB D's latest keys) is cached
 // from its first read.
-func (rc *rowCache) afterWrite(key, val []byte, del bool, st cacheStamp) {
+func (rc *rowCache) afterWrite(key, val []byte, exp int64, del bool, st cacheStamp) {
 	h := rc.hash(key)
 	g := rc.stripeOf(h).Add(writeEnds)
 	if !del {
 		rc.door.admit(doorHash(h))
 	}
 	if !del && g == st.gen+writeEnds { // put refuses if others are in flight
-		if _, found := rc.c.Get(h); found && rc.putIf(key, val, cacheStamp{gen: g, ranges: st.ranges}, false) {
+		if _, found := rc.c.Get(h); found && rc.putIf(key, val, exp, cacheStamp{gen: g, ranges: st.ranges}, false) {
 			return
 		}
 	}

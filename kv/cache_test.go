@@ -11,11 +11,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coopkv/coopkv/internal/valfmt"
 )
 
 // cached returns the row cache's value of key, if it has a current one.
 func cached(db *DB, key string) (string, bool) {
-	v, ok, _ := db.cache.lookup([]byte(key))
+	v, _, ok, _ := db.cache.lookup([]byte(key))
 	return string(v), ok
 }
 
@@ -100,7 +102,7 @@ func TestRowCache_ReadsDoNotGoBackInTimeDuringAWrite(t *testing.T) {
 	ctx := context.Background()
 	k := []byte("k")
 	require.NoError(t, db.Set(k, []byte("v0")))
-	_, ok, gen := db.cache.get(k)
+	_, _, ok, gen := db.cache.get(k)
 	require.False(t, ok, "k is not cached yet")
 	v0, closer, err := db.pdb.Get(k)
 	require.NoError(t, err)
@@ -112,7 +114,7 @@ func TestRowCache_ReadsDoNotGoBackInTimeDuringAWrite(t *testing.T) {
 		a, err = db.Get(ctx, k)
 		require.NoError(t, err)
 		db.cache.c.Wait()
-		db.cache.put(k, r0, gen) // R0 resumes
+		db.cache.put(k, r0, 0, gen) // R0 resumes
 		db.cache.c.Wait()
 		b, err = db.Get(ctx, k)
 		require.NoError(t, err)
@@ -135,12 +137,12 @@ func TestRowCache_NothingReadDuringAWriteIsCached(t *testing.T) {
 	require.NoError(t, db.Set(k, []byte("v0")))
 
 	gen := db.cache.beforeWrite(k) // a Set of v1 starts
-	_, ok, g := db.cache.get(k)
+	_, _, ok, g := db.cache.get(k)
 	require.False(t, ok)
-	v0, err := db.readStorage(k, g) // before the commit: caches nothing
+	v0, _, err := db.readStorage(k, g) // before the commit: caches nothing
 	require.NoError(t, err)
 	require.Equal(t, "v0", string(v0))
-	require.NoError(t, db.pdb.Set(k, []byte("v1"), db.wopts)) // the commit
+	require.NoError(t, db.pdb.Set(k, valfmt.Append(nil, []byte("v1"), 0), db.wopts)) // the commit
 	a, err := db.Get(ctx, k)
 	require.NoError(t, err)
 	require.Equal(t, "v1", string(a))
@@ -148,9 +150,9 @@ func TestRowCache_NothingReadDuringAWriteIsCached(t *testing.T) {
 	b, err := db.Get(ctx, k)
 	require.NoError(t, err)
 	assert.Equal(t, "v1", string(b), "a value read while the write was in flight was served")
-	db.cache.afterWrite(k, []byte("v1"), false, gen)
+	db.cache.afterWrite(k, []byte("v1"), 0, false, gen)
 
-	assert.False(t, db.cache.put(k, []byte("v0"), g), "a put from before the write's end")
+	assert.False(t, db.cache.put(k, []byte("v0"), 0, g), "a put from before the write's end")
 	got, err := db.Get(ctx, k)
 	require.NoError(t, err)
 	assert.Equal(t, "v1", string(got))
@@ -199,7 +201,7 @@ func TestGet_CacheCoherenceWithWritersRacingOnAKey(t *testing.T) {
 	const rounds, writers = 300, 4
 	for r := range rounds {
 		key := fmt.Sprintf("k%d", r%8)
-		_, err := db.read([]byte(key)) // cached, if it exists yet
+		_, _, err := db.read([]byte(key)) // cached, if it exists yet
 		if err != nil {
 			require.ErrorIs(t, err, ErrNotFound)
 		}

@@ -52,7 +52,8 @@ func (db *DB) coprocessor(ctx context.Context, v view, req *coproc.Request) (*co
 		snap := db.pdb.NewSnapshot()
 		r, release = snap, func() { _ = snap.Close() }
 	}
-	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(r, spec) }
+	now := v.at() // one time for all the request's ranges
+	open := func(spec scan.Spec) (*scan.Cursor, error) { return scan.NewCursor(r, db.judging(v, now, spec)) }
 	t, err := coproc.NewTask(ctx, req, open, release)
 	if err != nil {
 		release()

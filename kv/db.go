@@ -29,6 +29,9 @@ type DB struct {
 	gov   *governor
 	cache *rowCache // nil when RowCacheSize < 0
 	wopts *pebble.WriteOptions
+	// tagged says the store's values carry a tag, and may carry an
+	// expiry (expiry.go); a store created before TTLs holds raw values.
+	tagged bool
 
 	// mu guards Pebble against Close: every call that reaches Pebble from
 	// the caller's goroutine holds it shared, and so does a Scan until its

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -38,7 +40,7 @@ func (db *DB) snapshot() (*dbSnapshot, error) {
 // trackSnapshot wraps a Pebble snapshot, which Close will close if nobody
 // does before; the caller holds mu shared.
 func (db *DB) trackSnapshot(ps *pebble.Snapshot) *dbSnapshot {
-	s := &dbSnapshot{db: db, snap: ps}
+	s := &dbSnapshot{db: db, snap: ps, time: db.now()}
 	db.snapMu.Lock()
 	db.snapshots[s] = struct{}{} // not nil: Close has not begun, as we hold mu
 	db.snapMu.Unlock()
@@ -69,9 +71,16 @@ type dbSnapshot struct {
 	// and Close takes it alone (Pebble panics on a closed snapshot).
 	mu   sync.RWMutex
 	snap *pebble.Snapshot // nil once closed
+	// time is the snapshot's, at which its reads judge expiry (view.at).
+	time int64
 }
 
 var _ SnapshotBackend = (*dbSnapshot)(nil)
+
+// ExpiresAt implements ExpiryBackend.
+func (s *dbSnapshot) ExpiresAt(ctx context.Context, key []byte) (time.Time, error) {
+	return s.db.expiresAt(ctx, s, key)
+}
 
 // Get implements SnapshotBackend.
 func (s *dbSnapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
@@ -138,6 +147,8 @@ var _ view = (*dbSnapshot)(nil)
 func (s *dbSnapshot) reader() scan.Reader      { return s }
 func (s *dbSnapshot) fixed() bool              { return true }
 func (s *dbSnapshot) cacheFor([]byte) cacheUse { return noCache }
+func (s *dbSnapshot) at() int64                { return s.time }
+func (s *dbSnapshot) expiring() *atomic.Int64  { return nil }
 
 // closedOr is DB.closedOr, and ErrClosed for a closed snapshot too.
 func (s *dbSnapshot) closedOr(err error) error {
@@ -159,9 +170,19 @@ func (s *dbSnapshot) NewIter(o *pebble.IterOptions) (it *pebble.Iterator, err er
 	return it, err
 }
 
-// read is view.read: key from the snapshot, a copy of its value, or
-// ErrNotFound.
-func (s *dbSnapshot) read(key []byte) (val []byte, err error) {
+// read is view.read: key from the snapshot, a copy of its value and its
+// expiry, or ErrNotFound.
+func (s *dbSnapshot) read(key []byte) ([]byte, int64, error) {
+	val, exp, err := s.readStored(key)
+	if err != nil {
+		return nil, 0, err
+	}
+	return judged(s, val, exp)
+}
+
+// readStored is read without the judging of expiry: for a view that
+// judges it itself (a Txn's).
+func (s *dbSnapshot) readStored(key []byte) (val []byte, exp int64, err error) {
 	err = s.use(func(snap *pebble.Snapshot) error {
 		v, closer, err := snap.Get(key)
 		if errors.Is(err, pebble.ErrNotFound) {
@@ -170,8 +191,8 @@ func (s *dbSnapshot) read(key []byte) (val []byte, err error) {
 		if err != nil {
 			return err
 		}
-		val = append(make([]byte, 0, len(v)), v...) // non-nil when empty
-		return closer.Close()
+		val, exp, err = s.db.copyValue(v)
+		return errors.Join(err, closer.Close())
 	})
-	return val, err
+	return val, exp, err
 }

@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/coopkv/coopkv/internal/valfmt"
 	"github.com/coopkv/coopkv/scan"
 )
 
@@ -34,6 +38,7 @@ type dbTxn struct {
 type txnWrite struct {
 	val []byte
 	del bool
+	ttl time.Duration // SetWithTTL's, counted from the Commit
 }
 
 // NewTxn begins a transaction on the store as of now (see Txn). It fails
@@ -50,7 +55,9 @@ func (db *DB) NewTxn(ctx context.Context) (*Txn, error) {
 	defer db.mu.RUnlock()
 	start := db.oracle.begin()
 	ps := db.pdb.NewSnapshot() // after the start: see oracle.begin
-	return NewTxnFrom(&dbTxn{db: db, view: txnView{snap: db.trackSnapshot(ps), start: start}}), nil
+	t := &dbTxn{db: db, view: txnView{snap: db.trackSnapshot(ps), start: start}}
+	t.view.earliest.Store(math.MaxInt64)
+	return NewTxnFrom(t), nil
 }
 
 // txnView is a Txn's snapshot as its reads see it: the snapshot's view,
@@ -61,14 +68,27 @@ func (db *DB) NewTxn(ctx context.Context) (*Txn, error) {
 type txnView struct {
 	snap  *dbSnapshot
 	start uint64 // the Txn's start in the oracle's log
+	// earliest is the earliest expiry of the values its reads returned
+	// (math.MaxInt64: none): if it comes before the Commit, the Commit
+	// conflicts — an expiry is a write at its time.
+	earliest atomic.Int64
 }
 
 var _ view = (*txnView)(nil)
 
-func (v *txnView) reader() scan.Reader             { return v.snap }
-func (v *txnView) fixed() bool                     { return true }
-func (v *txnView) closedOr(err error) error        { return v.snap.closedOr(err) }
-func (v *txnView) read(key []byte) ([]byte, error) { return v.snap.read(key) }
+func (v *txnView) reader() scan.Reader      { return v.snap }
+func (v *txnView) fixed() bool              { return true }
+func (v *txnView) closedOr(err error) error { return v.snap.closedOr(err) }
+func (v *txnView) at() int64                { return v.snap.time }
+func (v *txnView) expiring() *atomic.Int64  { return &v.earliest }
+
+func (v *txnView) read(key []byte) ([]byte, int64, error) {
+	val, exp, err := v.snap.readStored(key)
+	if err != nil {
+		return nil, 0, err
+	}
+	return judged(v, val, exp)
+}
 
 // cacheFor lets the row cache answer a Get of key while no write sequenced
 // since the Txn's start can have written it. The cache holds the newest
@@ -190,6 +210,36 @@ func (t *dbTxn) Set(key, value []byte) error {
 
 func (t *dbTxn) Delete(key []byte) error { return t.buffer(key, txnWrite{del: true}) }
 
+// SetWithTTL implements ExpiryTxnBackend.
+func (t *dbTxn) SetWithTTL(key, value []byte, ttl time.Duration) error {
+	if !t.db.tagged {
+		return ErrTTLUnsupported
+	}
+	return t.buffer(key, txnWrite{val: append(make([]byte, 0, len(value)), value...), ttl: ttl})
+}
+
+// ExpiresAt implements ExpiryTxnBackend: its own write's expiry counts
+// from now, as if it committed now.
+func (t *dbTxn) ExpiresAt(ctx context.Context, key []byte) (time.Time, error) {
+	if w, ok := t.writes[string(key)]; ok {
+		switch {
+		case w.del:
+			return time.Time{}, ErrNotFound
+		case w.ttl > 0:
+			return time.Unix(0, t.db.expiryOf(w.ttl)), nil
+		}
+		return time.Time{}, nil
+	}
+	exp, err := t.db.getExpiry(ctx, &t.view, key)
+	if err == nil || err == ErrNotFound {
+		t.reads.addKey(key)
+	}
+	if err != nil || exp == 0 {
+		return time.Time{}, err
+	}
+	return time.Unix(0, exp), nil
+}
+
 // buffer keeps w as the write of key, within MaxTxnBytes.
 func (t *dbTxn) buffer(key []byte, w txnWrite) error {
 	size := t.bytes + int64(len(key)+len(w.val))
@@ -219,7 +269,7 @@ func (t *dbTxn) Commit(ctx context.Context) error {
 	}
 	ops := make([]BatchOp, 0, len(t.writes))
 	for k, w := range t.writes {
-		op := BatchOp{Kind: OpSet, Key: []byte(k), Value: w.val}
+		op := BatchOp{Kind: OpSet, Key: []byte(k), Value: w.val, TTL: w.ttl}
 		if w.del {
 			op.Kind = OpDelete
 		}
@@ -233,6 +283,9 @@ func (t *dbTxn) Commit(ctx context.Context) error {
 		return err
 	}
 	defer db.exitWrite(false)
+	if valfmt.Expired(t.view.earliest.Load(), db.now()) {
+		return ErrConflict // a value it read has expired since: written, in effect
+	}
 	check := txnCheck{start: t.view.start, reads: &reads}
 	err := db.applyOps(ops, &check)
 	t.endedInLog = check.ended // else release ends it

@@ -57,7 +57,7 @@ func TestRowCache_AKeyIsCachedFromItsSecondMiss(t *testing.T) {
 		db.cache.c.Wait() // ristretto applies inserts asynchronously
 	}
 	cached := func(key string) bool {
-		_, ok, _ := db.cache.lookup([]byte(key))
+		_, _, ok, _ := db.cache.lookup([]byte(key))
 		return ok
 	}
 	get("old")

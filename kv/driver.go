@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/coopkv/coopkv/coproc"
 )
@@ -156,6 +157,17 @@ func (s *backendSnapshot) Coprocessor(ctx context.Context, req *coproc.Request) 
 	return s.b.Coprocessor(ctx, req)
 }
 
+func (s *backendSnapshot) ExpiresAt(ctx context.Context, key []byte) (time.Time, error) {
+	if !s.open() {
+		return time.Time{}, ErrClosed
+	}
+	eb, ok := s.b.(ExpiryBackend)
+	if !ok {
+		return time.Time{}, ErrTTLUnsupported
+	}
+	return eb.ExpiresAt(ctx, key)
+}
+
 // Close closes b once.
 func (s *backendSnapshot) Close() error {
 	s.mu.Lock()
@@ -183,6 +195,22 @@ type TxnBackend interface {
 	// transaction either way.
 	Commit(ctx context.Context) error
 	Rollback()
+}
+
+// ExpiryBackend is what a backend's snapshot adds for keys that expire:
+// Snapshot.ExpiresAt calls it, and fails with ErrTTLUnsupported on a
+// backend without it.
+type ExpiryBackend interface {
+	ExpiresAt(ctx context.Context, key []byte) (time.Time, error)
+}
+
+// ExpiryTxnBackend is what a backend's transaction adds for keys that
+// expire: Txn.SetWithTTL and Txn.ExpiresAt call it, and fail with
+// ErrTTLUnsupported on a backend without it. SetWithTTL's ttl is positive
+// (the Txn checks it); the expiry counts from the Commit.
+type ExpiryTxnBackend interface {
+	ExpiryBackend
+	SetWithTTL(key, value []byte, ttl time.Duration) error
 }
 
 // NewTxnFrom returns a Txn that runs through b.

@@ -20,10 +20,10 @@ import (
 func cacheKey(t *testing.T, db *DB, key, val string) {
 	t.Helper()
 	require.NoError(t, db.Set([]byte(key), []byte(val)))
-	_, err := db.read([]byte(key))
+	_, _, err := db.read([]byte(key))
 	require.NoError(t, err)
 	db.cache.c.Wait()
-	_, ok, _ := db.cache.lookup([]byte(key))
+	_, _, ok, _ := db.cache.lookup([]byte(key))
 	require.True(t, ok, "the first Get cached %q", key)
 }
 
@@ -187,7 +187,7 @@ func TestRowCache_AWriteSparesOtherKeys(t *testing.T) {
 	}
 	hits := 0
 	for i := range n {
-		if _, ok, _ := db.cache.lookup(keyN(i)); ok {
+		if _, _, ok, _ := db.cache.lookup(keyN(i)); ok {
 			hits++
 		}
 	}

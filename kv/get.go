@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -28,12 +27,25 @@ func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 
 // get is a Get of key from v: db itself, one of its snapshots or a Txn's.
 func (db *DB) get(ctx context.Context, v view, key []byte) ([]byte, error) {
+	val, _, err := db.getWithExpiry(ctx, v, key)
+	return val, err
+}
+
+// getExpiry is ExpiresAt's read: a Get of key from v, keeping the expiry.
+func (db *DB) getExpiry(ctx context.Context, v view, key []byte) (int64, error) {
+	_, exp, err := db.getWithExpiry(ctx, v, key)
+	return exp, err
+}
+
+// getWithExpiry is a Get of key from v that returns the value's expiry (0:
+// none) beside it.
+func (db *DB) getWithExpiry(ctx context.Context, v view, key []byte) ([]byte, int64, error) {
 	if len(key) == 0 {
-		return nil, v.closedOr(ErrEmptyKey)
+		return nil, 0, v.closedOr(ErrEmptyKey)
 	}
 	o, err := db.readOptions(ctx, key, true)
 	if err != nil {
-		return nil, v.closedOr(getError(key, err))
+		return nil, 0, v.closedOr(getError(key, err))
 	}
 	if db.pool == nil {
 		return db.getDirect(ctx, v, key)
@@ -50,9 +62,9 @@ func (db *DB) get(ctx context.Context, v view, key []byte) ([]byte, error) {
 		hit := db.pool.Bypass(o, t.serveFromCache)
 		db.mu.RUnlock()
 		if hit {
-			val := t.val
+			val, exp := t.val, t.exp
 			t.reset()
-			return val, nil
+			return val, exp, nil
 		}
 	}
 	return t.run(ctx, o)
@@ -60,7 +72,7 @@ func (db *DB) get(ctx context.Context, v view, key []byte) ([]byte, error) {
 
 // run spawns t, a Get, in the pool as a point read, waits for it and
 // recycles it.
-func (t *getTask) run(ctx context.Context, o readpool.SpawnOptions) ([]byte, error) {
+func (t *getTask) run(ctx context.Context, o readpool.SpawnOptions) ([]byte, int64, error) {
 	o.Inline, o.Short = true, true
 	err := t.db.pool.Go(ctx, t, o)
 	if err == nil {
@@ -68,39 +80,39 @@ func (t *getTask) run(ctx context.Context, o readpool.SpawnOptions) ([]byte, err
 		<-t.done
 		err = t.err
 	}
-	key, val := t.key, t.val
+	key, val, exp := t.key, t.val, t.exp
 	t.reset()
 	if err != nil {
-		return nil, getError(key, err)
+		return nil, 0, getError(key, err)
 	}
-	return val, nil
+	return val, exp, nil
 }
 
 // getDirect is a Get without a pool, on the caller's goroutine.
-func (db *DB) getDirect(ctx context.Context, v view, key []byte) ([]byte, error) {
+func (db *DB) getDirect(ctx context.Context, v view, key []byte) ([]byte, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, v.closedOr(getError(key, err))
+		return nil, 0, v.closedOr(getError(key, err))
 	}
 	if err := db.enter(); err != nil {
-		return nil, getError(key, err)
+		return nil, 0, getError(key, err)
 	}
 	defer db.mu.RUnlock()
-	val, err := v.read(key)
-	return val, getError(key, err)
+	val, exp, err := v.read(key)
+	return val, exp, getError(key, err)
 }
 
 // read is view.read for the live store: it looks key up in the row cache,
 // then in Pebble. Its errors are Pebble's, or ErrNotFound; the caller
 // words them.
-func (db *DB) read(key []byte) ([]byte, error) {
+func (db *DB) read(key []byte) ([]byte, int64, error) {
 	if h := db.hooks.beforeRead; h != nil {
 		h(key)
 	}
 	var gen cacheStamp
 	if db.cache != nil {
-		val, ok, g := db.cache.get(key)
+		val, exp, ok, g := db.cache.get(key)
 		if ok {
-			return val, nil
+			return judged(db, val, exp)
 		}
 		gen = g
 	}
@@ -110,24 +122,35 @@ func (db *DB) read(key []byte) ([]byte, error) {
 // readStorage reads key from Pebble and caches the value unless a write to
 // its stripe has completed since gen, the stripe's generation when the
 // cache was looked at.
-func (db *DB) readStorage(key []byte, gen cacheStamp) ([]byte, error) {
+func (db *DB) readStorage(key []byte, gen cacheStamp) ([]byte, int64, error) {
 	v, closer, err := db.pdb.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
+		return nil, 0, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// Pebble's value is valid only until closer is closed.
-	val := bytes.Clone(v)
-	if val == nil {
-		val = []byte{}
-	}
+	val, exp, err := db.copyValue(v)
 	_ = closer.Close()
-	if db.cache != nil {
-		db.cache.put(key, val, gen)
+	if err != nil {
+		return nil, 0, err
 	}
-	return val, nil
+	val, exp, err = judged(db, val, exp)
+	if err == nil && db.cache != nil {
+		db.cache.put(key, val, exp, gen)
+	}
+	return val, exp, err
+}
+
+// copyValue decodes v, a value as Pebble holds it, into a copy of the
+// caller's value (not nil when empty) and its expiry.
+func (db *DB) copyValue(v []byte) ([]byte, int64, error) {
+	val, exp, err := db.decode(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(make([]byte, 0, len(val)), val...), exp, nil
 }
 
 // getTask is a Get as a read-pool task. Tasks and their done channels are
@@ -137,6 +160,7 @@ type getTask struct {
 	v    view // what the Get reads (DB.get)
 	key  []byte
 	val  []byte
+	exp  int64 // val's expiry (0: none)
 	err  error
 	done chan struct{}
 	// waiting is set once the caller is about to block on done: a worker
@@ -159,10 +183,14 @@ func (t *getTask) serveFromCache() (int64, bool) {
 	if h := t.db.hooks.beforeHit; h != nil {
 		h(t.key)
 	}
-	val, ok, gen := t.db.cache.lookup(t.key)
+	val, exp, ok, gen := t.db.cache.lookup(t.key)
 	if ok && (t.use == ownCache || t.v.cacheFor(t.key) == cacheIfUnchanged) {
-		t.val = val
-		return int64(len(val)), true
+		// An expired value is not served: the step finds it expired in
+		// Pebble too, until the sweeper deletes it.
+		if val, exp, err := judged(t.v, val, exp); err == nil {
+			t.val, t.exp = val, exp
+			return int64(len(val)), true
+		}
 	}
 	if t.use == ownCache {
 		t.db.cache.misses.Add(1)
@@ -173,7 +201,7 @@ func (t *getTask) serveFromCache() (int64, bool) {
 
 // reset readies t for its next Get and recycles it.
 func (t *getTask) reset() {
-	t.db, t.v, t.key, t.val, t.err = nil, nil, nil, nil, nil
+	t.db, t.v, t.key, t.val, t.exp, t.err = nil, nil, nil, nil, 0, nil
 	t.use, t.missed, t.gen = noCache, false, cacheStamp{}
 	t.waiting.Store(false)
 	getTasks.Put(t)
@@ -183,14 +211,14 @@ var getTasks = sync.Pool{New: func() any { return &getTask{done: make(chan struc
 
 func (t *getTask) Step(*readpool.StepContext) readpool.Status {
 	if !t.missed {
-		t.val, t.err = t.v.read(t.key)
+		t.val, t.exp, t.err = t.v.read(t.key)
 		return readpool.Ready
 	}
 	// The live store's, looked for in the row cache already.
 	if h := t.db.hooks.beforeRead; h != nil {
 		h(t.key)
 	}
-	t.val, t.err = t.db.readStorage(t.key, t.gen)
+	t.val, t.exp, t.err = t.db.readStorage(t.key, t.gen)
 	return readpool.Ready
 }
 

@@ -91,7 +91,7 @@ func (db *DB) startScan(ctx context.Context, spec scan.Spec, v view) (scan.Sourc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := scan.NewCursor(v.reader(), spec) // validates spec
+	c, err := scan.NewCursor(v.reader(), db.judging(v, 0, spec)) // validates spec
 	if err != nil {
 		return nil, err
 	}

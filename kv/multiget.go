@@ -53,7 +53,7 @@ func (db *DB) multiGet(ctx context.Context, v view, keys [][]byte) ([][]byte, er
 	if err != nil {
 		return nil, v.closedOr(multiGetError(len(keys), err))
 	}
-	t := newMultiGet(v.reader(), keys)
+	t := newMultiGet(db, v, keys)
 	var bounds []int // where to cut the keys; nil: one task
 	if db.pool != nil && db.reads.slow() {
 		bounds = multiGetParts(len(keys))
@@ -101,7 +101,10 @@ func multiGetError(n int, err error) error {
 
 // multiGetTask is a MultiGet as a read-pool task.
 type multiGetTask struct {
-	r     scan.Reader // the view the task reads
+	db    *DB
+	v     view        // the view the MultiGet reads, which judges expiry
+	now   int64       // the time it judges expiry at (0: no value can expire)
+	r     scan.Reader // v's reader, or a snapshot of it (readParts)
 	keys  [][]byte
 	order []int    // indexes of keys, in key order (a part's: its share of them)
 	next  int      // the next of order to read
@@ -113,10 +116,13 @@ type multiGetTask struct {
 	done chan *multiGetTask
 }
 
-func newMultiGet(r scan.Reader, keys [][]byte) *multiGetTask {
-	t := &multiGetTask{r: r, keys: keys, order: make([]int, len(keys)), vals: make([][]byte, len(keys)), done: make(chan *multiGetTask, 1)}
+func newMultiGet(db *DB, v view, keys [][]byte) *multiGetTask {
+	t := &multiGetTask{db: db, v: v, r: v.reader(), keys: keys, order: make([]int, len(keys)), vals: make([][]byte, len(keys)), done: make(chan *multiGetTask, 1)}
 	for i := range t.order {
 		t.order[i] = i
+	}
+	if db.tagged {
+		t.now = v.at() // one time for every key, its parts' too
 	}
 	slices.SortStableFunc(t.order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
 	return t
@@ -160,7 +166,19 @@ func (t *multiGetTask) read(yield func() bool, charge func(rows, bytes int64)) b
 			t.err = err
 			return true
 		}
-		t.vals[i] = append(make([]byte, 0, len(v)), v...) // non-nil when empty
+		val, exp, err := t.db.decode(v)
+		if err == nil {
+			_, _, err = judgedAt(t.v, t.now, nil, exp)
+		}
+		switch {
+		case err == ErrNotFound: // expired
+			charge(1, int64(len(key)+len(v)))
+			continue
+		case err != nil:
+			t.err = fmt.Errorf("key %q: %w", key, err)
+			return true
+		}
+		t.vals[i] = append(make([]byte, 0, len(val)), val...) // non-nil when empty
 		charge(1, int64(len(key)+len(v)))
 	}
 	return true
@@ -269,7 +287,7 @@ func (db *DB) readParts(ctx context.Context, whole *multiGetTask, bounds []int, 
 	ended := make(chan *multiGetTask, len(bounds)-1)
 	spawned := 0
 	for i := range len(bounds) - 1 {
-		p := &multiGetTask{r: r, keys: whole.keys, order: whole.order[bounds[i]:bounds[i+1]], vals: whole.vals, done: ended}
+		p := &multiGetTask{db: db, v: whole.v, now: whole.now, r: r, keys: whole.keys, order: whole.order[bounds[i]:bounds[i+1]], vals: whole.vals, done: ended}
 		// Not inline: the caller would step its part before it spawns the
 		// next, one disk read each. Not short: on a slow disk no part
 		// ends in microseconds.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/coopkv/coopkv/kv/internal/diskfs"
@@ -90,9 +91,23 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if missing {
 		po.FormatMajorVersion = pebble.FormatNewest
 	}
+	// So is a new store's value format (expiry.go): its values are
+	// tagged; an existing store's are as its comparer says.
+	po.Comparer = taggedComparer
+	if err == nil && desc.Exists {
+		var name string
+		if name, err = storedComparer(po.FS, desc.ManifestFilename); err == nil && name != taggedComparer.Name {
+			po.Comparer = pebble.DefaultComparer // raw values, or Pebble will say what it is
+		}
+	}
 	if err != nil && !missing {
 		// Not knowing the store's format, Open must not guess it: a
-		// failure to read the directory is Open's failure.
+		// failure to read the directory or the manifest is Open's
+		// failure. The store is there (Peek found it): a missing or
+		// damaged manifest is a corrupt store, as Pebble would say.
+		if isNotExist(err) || invalidRecord(err) {
+			err = &corruptError{err}
+		}
 		err = fmt.Errorf("kv: open %s: %w", dir, err)
 	} else if o.ReadOnly && missing {
 		// Pebble would create an empty store in memory and then fail to
@@ -113,6 +128,17 @@ func Open(dir string, opts *Options) (*DB, error) {
 		_ = c.Close()
 	}
 	return nil, err
+}
+
+// invalidRecord reports whether err says a record of a Pebble log (the
+// manifest) is damaged.
+func invalidRecord(err error) bool {
+	for _, e := range []error{record.ErrZeroedChunk, record.ErrInvalidChunk, record.ErrUnexpectedEOF, io.ErrUnexpectedEOF} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // lockErr turns a failure to lock the directory — fcntl's EAGAIN or EACCES
@@ -139,6 +165,7 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 		db.closeStorage()
 		return nil, fmt.Errorf("kv: open %s: %w", dir, err)
 	}
+	db.tagged = po.Comparer.Name == taggedComparer.Name
 	if o.NoSync {
 		db.wopts = pebble.NoSync
 	}

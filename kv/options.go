@@ -162,6 +162,11 @@ type Options struct {
 	// warming. Stats.Warm says what it did.
 	NoWarm bool
 
+	// Clock is the time keys with a TTL expire by (SetWithTTL); nil =
+	// time.Now. Tests of code that uses TTLs can move it on rather than
+	// sleep. Only its wall time is used; it must not go back.
+	Clock func() time.Time
+
 	// spares is readpool.Options.Spares: tests that hold the only worker
 	// to queue point reads behind it turn the spare off (-1).
 	spares int

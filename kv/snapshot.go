@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"time"
 
 	"github.com/coopkv/coopkv/coproc"
 )
@@ -43,6 +44,19 @@ func (s *Snapshot) Scan(ctx context.Context, start, end []byte, opts *ScanOption
 // Coprocessor is DB.Coprocessor on the snapshot's view.
 func (s *Snapshot) Coprocessor(ctx context.Context, req *coproc.Request) (*coproc.Response, error) {
 	return s.backend.Coprocessor(ctx, req)
+}
+
+// ExpiresAt is DB.ExpiresAt on the snapshot's view: expiry is judged at
+// the snapshot's time, so a key live when it was taken stays live in it.
+func (s *Snapshot) ExpiresAt(ctx context.Context, key []byte) (time.Time, error) {
+	if len(key) == 0 {
+		return time.Time{}, ErrEmptyKey
+	}
+	eb, ok := s.backend.(ExpiryBackend)
+	if !ok {
+		return time.Time{}, ErrTTLUnsupported
+	}
+	return eb.ExpiresAt(ctx, key)
 }
 
 // Close releases the snapshot: later reads through it fail with ErrClosed.

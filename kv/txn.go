@@ -92,6 +92,44 @@ func (t *Txn) Set(key, value []byte) error {
 	return t.b.Set(key, value)
 }
 
+// SetWithTTL buffers a write of value under key that expires ttl after the
+// Commit (see DB.SetWithTTL), as Set buffers a write. A ttl that is not
+// positive is ErrInvalidTTL; a backend whose keys cannot expire fails it
+// with ErrTTLUnsupported.
+func (t *Txn) SetWithTTL(key, value []byte, ttl time.Duration) error {
+	switch {
+	case t.done:
+		return ErrTxnDone
+	case len(key) == 0:
+		return ErrEmptyKey
+	case ttl <= 0:
+		return fmt.Errorf("%w: %v", ErrInvalidTTL, ttl)
+	}
+	eb, ok := t.b.(ExpiryTxnBackend)
+	if !ok {
+		return ErrTTLUnsupported
+	}
+	return eb.SetWithTTL(key, value, ttl)
+}
+
+// ExpiresAt says when key expires as the Txn sees it — its own write first
+// (its expiry counted as if the Txn committed now), else the store as of
+// NewTxn: the zero Time when it has no TTL, ErrNotFound when missing or
+// expired. The key counts as read.
+func (t *Txn) ExpiresAt(ctx context.Context, key []byte) (time.Time, error) {
+	switch {
+	case t.done:
+		return time.Time{}, ErrTxnDone
+	case len(key) == 0:
+		return time.Time{}, ErrEmptyKey
+	}
+	eb, ok := t.b.(ExpiryTxnBackend)
+	if !ok {
+		return time.Time{}, ErrTTLUnsupported
+	}
+	return eb.ExpiresAt(ctx, key)
+}
+
 // Delete buffers a deletion of key, as Set buffers a write.
 func (t *Txn) Delete(key []byte) error {
 	switch {

@@ -1,6 +1,9 @@
 package kv
 
 import (
+	"sync/atomic"
+
+	"github.com/coopkv/coopkv/internal/valfmt"
 	"github.com/coopkv/coopkv/scan"
 )
 
@@ -29,8 +32,18 @@ type view interface {
 	closedOr(err error) error
 	// read is a Get's read of key: its step in the pool, or the whole Get
 	// without one (under the call guard). It returns a copy of the value,
-	// which the caller owns, or ErrNotFound; other errors unworded.
-	read(key []byte) ([]byte, error)
+	// which the caller owns, and its expiry (0: none), or ErrNotFound —
+	// for an expired key too (judged at the view's time, at); other
+	// errors unworded.
+	read(key []byte) ([]byte, int64, error)
+	// at is the view's time, as Unix nanoseconds, at which its reads judge
+	// expiry: a Snapshot's or Txn's creation, the live store's now (read
+	// only when a value read has an expiry).
+	at() int64
+	// expiring is where the view's reads note the earliest expiry of the
+	// live values they read (a Txn's: one that expires before its Commit
+	// conflicts); nil when nobody asks.
+	expiring() *atomic.Int64
 	// cacheFor says how the row cache may answer a Get of key from the
 	// view on its caller's goroutine (Get's fast path). It is asked before
 	// the lookup, and again after it for cacheIfUnchanged.
@@ -63,3 +76,30 @@ var _ view = (*DB)(nil)
 func (db *DB) reader() scan.Reader      { return db.pdb }
 func (db *DB) fixed() bool              { return false }
 func (db *DB) cacheFor([]byte) cacheUse { return ownCache }
+func (db *DB) at() int64                { return db.now() }
+func (db *DB) expiring() *atomic.Int64  { return nil }
+
+// judged is a read's answer in v for a value val expiring at exp (0: none):
+// the value, or ErrNotFound once it has expired at v's time. It notes a
+// live expiry where v asks (view.expiring).
+func judged(v view, val []byte, exp int64) ([]byte, int64, error) {
+	return judgedAt(v, 0, val, exp)
+}
+
+// judgedAt is judged at now, a time v's read fixed at its start (0: v's
+// time, asked now).
+func judgedAt(v view, now int64, val []byte, exp int64) ([]byte, int64, error) {
+	if exp == 0 {
+		return val, 0, nil
+	}
+	if now == 0 {
+		now = v.at()
+	}
+	if valfmt.Expired(exp, now) {
+		return nil, 0, ErrNotFound
+	}
+	if e := v.expiring(); e != nil {
+		valfmt.Note(e, exp)
+	}
+	return val, exp, nil
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/coopkv/coopkv/internal/valfmt"
 	"github.com/coopkv/coopkv/readpool"
 )
 
@@ -183,12 +184,13 @@ func (t *warmTask) readRows(sc *readpool.StepContext) bool {
 		key := t.rows[0]
 		t.rows = t.rows[1:]
 		st := rc.stamp(key)
-		val, closer, err := t.db.pdb.Get(key)
+		v, closer, err := t.db.pdb.Get(key)
 		t.w.stats.rowsRead.Add(1)
 		if err != nil {
 			continue // gone since, or unreadable: a Get will say so
 		}
-		if rc.putIf(key, val, st, false) {
+		val, exp, err := t.db.decode(v)
+		if err == nil && (exp == 0 || !valfmt.Expired(exp, t.db.now())) && rc.putIf(key, val, exp, st, false) {
 			t.w.stats.rowsCached.Add(1)
 		}
 		_ = closer.Close()

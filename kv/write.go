@@ -36,13 +36,16 @@ func (db *DB) writeKey(op string, key, value []byte, del bool) error {
 	case del:
 		err = db.pdb.Delete(key, db.wopts)
 	default:
-		err = db.pdb.Set(key, value, db.wopts)
+		pb := db.pdb.NewBatch() // as pdb.Set does, in the store's format
+		db.setIn(pb, key, value, 0)
+		err = db.pdb.Apply(pb, db.wopts)
+		_ = pb.Close()
 	}
 	if err := db.committed(err); err != nil {
 		db.writeFailed(key, gen)
 		return fmt.Errorf("kv: %s %q: %w", op, key, err)
 	}
-	db.afterWrite(key, value, del, gen)
+	db.afterWrite(key, value, 0, del, gen)
 	return nil
 }
 
@@ -50,14 +53,12 @@ func (db *DB) writeKey(op string, key, value []byte, del bool) error {
 func (db *DB) applyOne(key, value []byte, del bool) error {
 	pb := db.pdb.NewBatch()
 	defer pb.Close()
-	var err error
 	if del {
-		err = pb.Delete(key, nil)
+		if err := pb.Delete(key, nil); err != nil {
+			return err
+		}
 	} else {
-		err = pb.Set(key, value, nil)
-	}
-	if err != nil {
-		return err
+		db.setIn(pb, key, value, 0)
 	}
 	return db.oracle.apply(pb, func() writeSet { return writeSet{keys: [][]byte{bytes.Clone(key)}} }, nil)
 }
@@ -81,12 +82,12 @@ func (db *DB) beforeWrite(key []byte) cacheStamp {
 	return db.cache.beforeWrite(key)
 }
 
-func (db *DB) afterWrite(key, val []byte, del bool, gen cacheStamp) {
+func (db *DB) afterWrite(key, val []byte, exp int64, del bool, gen cacheStamp) {
 	if h := db.hooks.afterWrite; h != nil {
 		h(key)
 	}
 	if db.cache != nil {
-		db.cache.afterWrite(key, val, del, gen)
+		db.cache.afterWrite(key, val, exp, del, gen)
 	}
 }
 
@@ -94,7 +95,7 @@ func (db *DB) afterWrite(key, val []byte, del bool, gen cacheStamp) {
 // cache, as nothing says what Pebble holds for it now.
 func (db *DB) writeFailed(key []byte, gen cacheStamp) {
 	if db.cache != nil {
-		db.cache.afterWrite(key, nil, true, gen)
+		db.cache.afterWrite(key, nil, 0, true, gen)
 	}
 }
 
@@ -139,7 +140,21 @@ func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 	pb := db.pdb.NewBatch()
 	defer pb.Close()
 	ranges := 0
-	for _, op := range ops {
+	// Expiries count from now, the batch's write; exps[i] is op i's.
+	var exps []int64
+	for i, op := range ops {
+		if op.TTL <= 0 {
+			continue
+		}
+		if !db.tagged {
+			return fmt.Errorf("kv: apply: %w", ErrTTLUnsupported)
+		}
+		if exps == nil {
+			exps = make([]int64, len(ops))
+		}
+		exps[i] = db.expiryOf(op.TTL)
+	}
+	for i, op := range ops {
 		var err error
 		switch op.Kind {
 		case OpDelete:
@@ -165,7 +180,7 @@ func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 				err = pb.DeleteRange(start, end, nil)
 			}
 		default:
-			err = pb.Set(op.Key, op.Value, nil)
+			db.setIn(pb, op.Key, op.Value, expAt(exps, i))
 		}
 		if err != nil {
 			return fmt.Errorf("kv: apply: %w", err)
@@ -221,9 +236,17 @@ func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 		if gens != nil {
 			gen = gens[i]
 		}
-		db.afterWrite(op.Key, op.Value, op.Kind == OpDelete, gen)
+		db.afterWrite(op.Key, op.Value, expAt(exps, i), op.Kind == OpDelete, gen)
 	}
 	return nil
+}
+
+// expAt is exps[i], or 0 when no op of the batch has a TTL (exps nil).
+func expAt(exps []int64, i int) int64 {
+	if exps == nil {
+		return 0
+	}
+	return exps[i]
 }
 
 // rangeEnd is the end bound for a range deletion from start with an open

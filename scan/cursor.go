@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coopkv/coopkv/internal/valfmt"
 )
 
 // Batch sizes, in rows, and the byte cap of one batch.
@@ -42,6 +45,15 @@ type Spec struct {
 	// coprocessor) keeps its units of work, and so its preemption points,
 	// short.
 	MaxBatch int
+	// Tagged says the values carry the embedded store's tag (package
+	// internal/valfmt): the cursor returns them without it and skips the
+	// rows expired at Now (Unix nanoseconds), which count toward no Limit.
+	// A cursor over Rows ignores both.
+	Tagged bool
+	Now    int64
+	// Earliest, when not nil, is lowered to the earliest expiry among the
+	// rows the cursor returns (a transaction's read set needs it).
+	Earliest *atomic.Int64
 }
 
 // Validate reports a range that cannot be scanned.
@@ -190,11 +202,35 @@ func (c *Cursor) fillUnless(b *Batch, p preempter) (rows, bytes int64, err error
 	default:
 		valid = c.move(false)
 	}
+	tagged := c.spec.Tagged && c.it != nil
+	// visited counts the rows read, expired ones too, so that a range of
+	// expired rows still ends its batch (empty) at the batch's size.
+	visited := 0
 	for valid {
+		visited++
 		var v []byte
-		if !c.spec.KeysOnly {
+		if !c.spec.KeysOnly || tagged {
 			if v, err = c.value(); err != nil {
 				return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("read value of %q: %w", c.key(), err)
+			}
+		}
+		if tagged {
+			var exp int64
+			if v, exp, err = valfmt.Decode(v); err != nil {
+				return int64(b.Len()), int64(b.Bytes()), fmt.Errorf("read value of %q: %w", c.key(), err)
+			}
+			if valfmt.Expired(exp, c.spec.Now) {
+				if visited >= want || (p != nil && visited%preemptEvery == 0 && p.Preempted()) {
+					break
+				}
+				valid = c.move(false)
+				continue
+			}
+			if c.spec.Earliest != nil {
+				valfmt.Note(c.spec.Earliest, exp)
+			}
+			if c.spec.KeysOnly {
+				v = nil
 			}
 		}
 		b.add(c.key(), v)
@@ -203,10 +239,10 @@ func (c *Cursor) fillUnless(b *Batch, p preempter) (rows, bytes int64, err error
 			// than let append double the buffer (and copy it) its way up.
 			sizeFor(b, want, b.Bytes()+1)
 		}
-		if b.Len() >= want || b.Bytes() >= MaxBatchBytes {
+		if visited >= want || b.Bytes() >= MaxBatchBytes {
 			break
 		}
-		if p != nil && b.Len()%preemptEvery == 0 && p.Preempted() {
+		if p != nil && visited%preemptEvery == 0 && p.Preempted() {
 			break
 		}
 		valid = c.move(false)

@@ -17,11 +17,18 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func openPebble(t *testing.T, n, valueSize int) *pebble.DB {
+// memPebble opens an empty Pebble in memory, closed when t ends.
+func memPebble(t *testing.T) *pebble.DB {
 	t.Helper()
 	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quiet{}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return db
+}
+
+func openPebble(t *testing.T, n, valueSize int) *pebble.DB {
+	t.Helper()
+	db := memPebble(t)
 	b := db.NewBatch()
 	for i := range n {
 		require.NoError(t, b.Set(fmt.Appendf(nil, "k%06d", i), make([]byte, valueSize), nil))

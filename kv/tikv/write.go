@@ -46,6 +46,9 @@ func (s *Store) Write(ctx context.Context, b *kv.Batch) error {
 	if len(ops) == 0 {
 		return nil
 	}
+	if slices.ContainsFunc(ops, func(op kv.BatchOp) bool { return op.TTL > 0 }) {
+		return fmt.Errorf("tikv: write: %w", kv.ErrTTLUnsupported) // not yet on TiKV
+	}
 	rq, err := requestOf(ctx)
 	if err != nil {
 		return fmt.Errorf("tikv: write: %w", err)
