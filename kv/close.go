@@ -27,6 +27,11 @@ func (db *DB) Close() error {
 		// Ends every read task, and with it every pooled scan's iterator.
 		errs = append(errs, db.pool.Close())
 	}
+	if db.sweep != nil {
+		// Its batch in the pool has ended; a deletion it is making, it
+		// finishes (the write guard lets it: mu is not held here).
+		db.sweep.close()
+	}
 	// Scans register under mu, shared, so none can register after this.
 	// Ending one calls back into untrack: the map is taken first, so that
 	// its lock is not held meanwhile.

@@ -61,6 +61,9 @@ type DB struct {
 	// warm warms the block cache (warmer.go); nil with Options.NoWarm and
 	// SchedulerDirect.
 	warm *warmer
+	// sweep deletes expired keys (sweeper.go); nil on a store whose keys
+	// cannot expire, and read-only.
+	sweep *sweeper
 
 	// snapshots are the open snapshots, which Close closes; nil once Close
 	// has taken them.

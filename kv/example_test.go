@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/coopkv/coopkv/coproc"
 	"github.com/coopkv/coopkv/kv"
@@ -287,4 +289,37 @@ func ExampleUpdate() {
 	// <nil>
 	// insufficient funds
 	// alice=70 bob=30
+}
+
+// A login session that expires: it reads as missing from its TTL on, in
+// every read, and the store deletes it in the background. The store's
+// clock (Options.Clock) is moved on here instead of waiting; atomic, as
+// the sweeper reads it too.
+func ExampleDB_SetWithTTL() {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC).UnixNano())
+	db, err := kv.Open("", &kv.Options{InMemory: true, Clock: func() time.Time { return time.Unix(0, now.Load()) }})
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+
+	if err := db.SetWithTTL([]byte("session/4f2a"), []byte("user=ada"), 30*time.Minute); err != nil {
+		panic(err)
+	}
+	exp, _ := db.ExpiresAt(ctx, []byte("session/4f2a"))
+	fmt.Println("expires at", exp.UTC().Format(time.Kitchen))
+
+	now.Add(int64(29 * time.Minute))
+	v, err := db.Get(ctx, []byte("session/4f2a"))
+	fmt.Printf("after 29m: %s %v\n", v, err)
+
+	now.Add(int64(time.Minute))
+	_, err = db.Get(ctx, []byte("session/4f2a"))
+	fmt.Println("after 30m:", err)
+	// Output:
+	// expires at 9:30AM
+	// after 29m: user=ada <nil>
+	// after 30m: kv: not found
 }

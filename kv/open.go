@@ -208,5 +208,8 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 			}
 		}
 	}
+	if db.tagged && !o.ReadOnly {
+		db.sweep = newSweeper(db, o.sweepHooks)
+	}
 	return db, nil
 }

@@ -176,6 +176,8 @@ type Options struct {
 	slowRead time.Duration
 	// warmHooks let tests watch and hold the warmer (warmer.go).
 	warmHooks *warmHooks
+	// sweepHooks let tests watch the sweeper (sweeper.go).
+	sweepHooks *sweepHooks
 
 	// FS is, for experts, the filesystem Pebble uses
 	// (github.com/cockroachdb/pebble/v2/vfs): Pebble's error-injecting

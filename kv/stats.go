@@ -28,6 +28,9 @@ type Stats struct {
 	// Warm is what warming the caches did (Options.NoWarm); its Enabled is
 	// false when it is off.
 	Warm WarmStats `json:"warm"`
+	// Sweep is what the deletion of expired keys did; its Enabled is
+	// false on a store whose keys cannot expire, and read-only.
+	Sweep SweepStats `json:"sweep"`
 }
 
 // RowCacheStats describes the value cache in front of Get.
@@ -113,6 +116,9 @@ func (db *DB) Stats() Stats {
 	}
 	if db.warm != nil {
 		s.Warm = db.warm.statsNow()
+	}
+	if db.sweep != nil {
+		s.Sweep = db.sweep.statsNow()
 	}
 	if c := db.cache; c != nil {
 		s.RowCache = RowCacheStats{Enabled: true, Capacity: db.opts.RowCacheSize, Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Bytes: c.mem.InUse(), Full: c.full.Load(), HeldBack: c.heldBack.Load()}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -154,6 +155,11 @@ func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 		}
 		exps[i] = db.expiryOf(op.TTL)
 	}
+	if exps != nil && db.sweep != nil {
+		if err := db.sweep.mark(); err != nil {
+			return fmt.Errorf("kv: apply: %w", err)
+		}
+	}
 	for i, op := range ops {
 		var err error
 		switch op.Kind {
@@ -237,6 +243,15 @@ func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 			gen = gens[i]
 		}
 		db.afterWrite(op.Key, op.Value, expAt(exps, i), op.Kind == OpDelete, gen)
+	}
+	if exps != nil && db.sweep != nil {
+		first := int64(math.MaxInt64)
+		for _, e := range exps {
+			if e != 0 {
+				first = min(first, e)
+			}
+		}
+		db.sweep.wrote(first)
 	}
 	return nil
 }

@@ -31,6 +31,8 @@ type poolReport struct {
 	Caches caches `json:"caches"`
 	// Warm is what warming the caches did (kv.Stats.Warm).
 	Warm kv.WarmStats `json:"warm"`
+	// Sweep is what the deletion of expired keys did (kv.Stats.Sweep).
+	Sweep kv.SweepStats `json:"sweep"`
 	// Disk is what the store's table reads have met on the disk.
 	Disk tableReads `json:"disk"`
 }
@@ -122,7 +124,7 @@ there is no pool to show.`,
 				BlockCacheCapacity: st.Storage.BlockCacheCapacity, BlockCacheBytes: st.Storage.BlockCacheBytes,
 				BlockCacheHitRate: st.Storage.BlockCacheHitRate, MemTableSize: st.Storage.MemTableSize,
 				RowCache: st.RowCache.Enabled, RowCacheCapacity: st.RowCache.Capacity, RowCacheHitRate: st.RowCache.HitRate,
-			}, Disk: newTableReads(&st.Storage), Warm: st.Warm}
+			}, Disk: newTableReads(&st.Storage), Warm: st.Warm, Sweep: st.Sweep}
 			if st.Pool != nil && st.Pool.Queue.Kind != priorityQueue {
 				rep.LevelShares = levelShares(st.Pool.Queue.Levels)
 			}
@@ -230,6 +232,7 @@ func (r *poolReport) WriteText(w io.Writer) error {
 	}
 	t.Printf("table reads\t%d, mean %s; disk %s, %d reads made while slow\n", d.TableReads, shortDur(d.MeanTableRead), disk, d.SlowTableReads)
 	t.Println(warmLine(&r.Warm))
+	t.Println(sweepLine(&r.Sweep))
 	return t.Flush()
 }
 
@@ -258,6 +261,18 @@ func shortDur(d time.Duration) string {
 }
 
 // warmLine says what warming the caches did.
+// sweepLine is the sweeper's line of the pool report.
+func sweepLine(s *kv.SweepStats) string {
+	if !s.Enabled {
+		return "sweeping\toff (keys cannot expire in this store)"
+	}
+	last := "none yet"
+	if !s.LastPass.IsZero() {
+		last = "last ended " + s.LastPass.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("sweeping\t%d passes (%s); %d keys found expired, %d deleted, %d rewritten first", s.Passes, last, s.Expired, s.Swept, s.Beaten)
+}
+
 func warmLine(w *kv.WarmStats) string {
 	if !w.Enabled {
 		return "warming\toff"

@@ -113,7 +113,7 @@ func TestPoolReport_WriteText(t *testing.T) {
 			assert.Contains(t, out, "workers    2, at most 128 with extras: busy 5 (in use), parked 0, extra 3, spare 1\n")
 			assert.Contains(t, out, "blocked    4 steps waiting on the disk; slack 1 (steps the CPU controller lets run beside them)\n")
 			assert.Contains(t, out, tc.want)
-			assert.True(t, strings.HasSuffix(out, "warming      off\n"), "ends with the warmer's line")
+			assert.True(t, strings.HasSuffix(out, "warming      off\nsweeping     off (keys cannot expire in this store)\n"), "ends with the warmer's and the sweeper's lines")
 		})
 	}
 }
@@ -161,6 +161,14 @@ func TestPool_PriorityShowsClasses(t *testing.T) {
 	out := kvctl(t, "pool", "--addr", addr).ok(t)
 	assert.Regexp(t, `class\s+queued\nhigh\s+\d+\nmedium\s+\d+\nlow\s+\d+\n`, out)
 	assert.NotContains(t, out, "share of step time")
+}
+
+func TestSweepLine(t *testing.T) {
+	assert.Equal(t, "sweeping\toff (keys cannot expire in this store)", sweepLine(&kv.SweepStats{}))
+	s := kv.SweepStats{Enabled: true, Passes: 3, Expired: 10, Swept: 9, Beaten: 1}
+	assert.Equal(t, "sweeping\t3 passes (none yet); 10 keys found expired, 9 deleted, 1 rewritten first", sweepLine(&s))
+	s.LastPass = time.Date(2026, 12, 6, 14, 0, 0, 0, time.UTC)
+	assert.Contains(t, sweepLine(&s), "(last ended 2026-12-06T14:00:00Z)")
 }
 
 func TestWarmLine(t *testing.T) {

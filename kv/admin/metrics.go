@@ -36,6 +36,7 @@ type collector struct {
 	cacheHits, cacheMisses, cacheEvictions, cacheHeldBack                           *prometheus.Desc
 	warmKeys, warmBytes, warmSeconds, warmPending, warmStoodDown, warmHotSetSeconds *prometheus.Desc
 	warmRows                                                                        *prometheus.Desc
+	sweepPasses, sweepExpired, sweepSwept, sweepBeaten                              *prometheus.Desc
 	diskBytes, memtableBytes                                                        *prometheus.Desc
 	blockCacheBytes, blockHits, blockMiss                                           *prometheus.Desc
 	levelTables, levelBytes                                                         *prometheus.Desc
@@ -110,6 +111,10 @@ func newCollector(db *kv.DB) *collector {
 		warmStoodDown:     d("warm_stood_down_total", "Times warming stood down, by reason: cache full, disk slow, compacting, writing.", "reason"),
 		warmHotSetSeconds: d("warm_hot_set_seconds", "How long after Open warming the saved hot set took; 0 until done or without one."),
 		warmRows:          d("warm_rows_total", "Keys of the saved row cache read back into it after Open."),
+		sweepPasses:       d("sweep_passes_total", "Sweeps of the key space for expired keys."),
+		sweepExpired:      d("sweep_expired_total", "Keys the sweeps found expired."),
+		sweepSwept:        d("sweep_swept_total", "Expired keys the sweeps deleted."),
+		sweepBeaten:       d("sweep_beaten_total", "Expired keys a write reached before the sweep's deletion."),
 		diskBytes:         d("storage_disk_bytes", "Disk space the store uses."),
 		memtableBytes:     d("storage_memtable_bytes", "Bytes in memtables."),
 		blockCacheBytes:   d("storage_block_cache_bytes", "Bytes in Pebble's block cache."),
@@ -140,6 +145,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.groupRU, c.groupRULastSecond, c.groupThrottled, c.groupRUPerSec, c.groupTasks, c.groupRejected,
 		c.cacheHits, c.cacheMisses, c.cacheEvictions, c.cacheHeldBack,
 		c.warmKeys, c.warmBytes, c.warmSeconds, c.warmPending, c.warmStoodDown, c.warmHotSetSeconds, c.warmRows,
+		c.sweepPasses, c.sweepExpired, c.sweepSwept, c.sweepBeaten,
 		c.diskBytes, c.memtableBytes, c.blockCacheBytes, c.blockHits, c.blockMiss,
 		c.levelTables, c.levelBytes, c.tableReads, c.tableReadSeconds, c.slowTableReads, c.diskSlow,
 		c.resourceControl, c.closed, c.failed, c.diskFull, c.busyTotal, c.waitEstimates, c.runawayTotal, c.runawayWatches,
@@ -242,6 +248,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.warmHotSetSeconds, w.HotSetWarmedIn.Seconds())
 		counter(c.warmRows, float64(w.RowsCached))
+	}
+	if w := s.Sweep; w.Enabled {
+		counter(c.sweepPasses, float64(w.Passes))
+		counter(c.sweepExpired, float64(w.Expired))
+		counter(c.sweepSwept, float64(w.Swept))
+		counter(c.sweepBeaten, float64(w.Beaten))
 	}
 	if !s.Closed {
 		st := s.Storage

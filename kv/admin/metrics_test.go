@@ -233,3 +233,20 @@ func TestMetrics_Warming(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, off.Close()) })
 	assert.NotContains(t, scrape(t, Handler(off)), "coopkv_warm_keys_total")
 }
+
+// TestMetrics_Sweeping: the sweeper's figures, once it has deleted keys
+// that expired a nanosecond after their write; a store whose keys cannot
+// expire has none.
+func TestMetrics_Sweeping(t *testing.T) {
+	db, err := kv.Open("", &kv.Options{InMemory: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	for i := range 10 {
+		require.NoError(t, db.SetWithTTL(fmt.Appendf(nil, "s%d", i), []byte("v"), time.Nanosecond))
+	}
+	require.Eventually(t, func() bool { return db.Stats().Sweep.Swept == 10 }, 10*time.Second, time.Millisecond)
+	fams := scrape(t, Handler(db))
+	assert.EqualValues(t, 10, value(t, fams, "coopkv_sweep_swept_total", dto.MetricType_COUNTER))
+	assert.EqualValues(t, 10, value(t, fams, "coopkv_sweep_expired_total", dto.MetricType_COUNTER))
+	assert.GreaterOrEqual(t, value(t, fams, "coopkv_sweep_passes_total", dto.MetricType_COUNTER), 1.0)
+}
