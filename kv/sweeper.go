@@ -201,9 +201,7 @@ func (s *sweeper) run() {
 			case <-s.stop:
 				return
 			case <-s.kick:
-				if !timer.Stop() {
-					<-timer.C
-				}
+				timer.Stop() // since Go 1.23 no stale tick is left to drain
 				continue
 			case <-timer.C:
 				continue // look again: the due time may have moved
