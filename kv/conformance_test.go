@@ -1,7 +1,9 @@
 package kv_test
 
 import (
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coopkv/coopkv/kv"
 	"github.com/coopkv/coopkv/kv/kvtest"
@@ -34,6 +36,21 @@ func TestStore_Conformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				return db
+			})
+			kvtest.RunExpiry(t, func(t *testing.T) (kv.Store, kvtest.Advance) {
+				dir := ""
+				if !c.opts.InMemory {
+					dir = t.TempDir()
+				}
+				var now atomic.Int64 // the sweeper reads the clock too
+				now.Store(time.Now().UnixNano())
+				o := c.opts
+				o.Clock = func() time.Time { return time.Unix(0, now.Load()) }
+				db, err := kv.Open(dir, &o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return db, func(d time.Duration) { now.Add(int64(d)) }
 			})
 		})
 	}
