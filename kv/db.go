@@ -62,7 +62,7 @@ type DB struct {
 	// SchedulerDirect.
 	warm *warmer
 	// sweep deletes expired keys (sweeper.go); nil on a store whose keys
-	// cannot expire, and read-only.
+	// cannot expire, read-only, or with Options.NoSweep.
 	sweep *sweeper
 
 	// snapshots are the open snapshots, which Close closes; nil once Close

@@ -208,7 +208,7 @@ func finishOpen(dir string, o Options, po *pebble.Options, pdb *pebble.DB, disk 
 			}
 		}
 	}
-	if db.tagged && !o.ReadOnly {
+	if db.tagged && !o.ReadOnly && !o.NoSweep {
 		db.sweep = newSweeper(db, o.sweepHooks)
 	}
 	return db, nil

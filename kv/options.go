@@ -162,6 +162,10 @@ type Options struct {
 	// warming. Stats.Warm says what it did.
 	NoWarm bool
 
+	// NoSweep turns off the deletion of expired keys in the background
+	// (see DB.SetWithTTL): they still read as missing, but their space
+	// comes back only when they are overwritten or deleted.
+	NoSweep bool
 	// Clock is the time keys with a TTL expire by (SetWithTTL); nil =
 	// time.Now. Tests of code that uses TTLs can move it on rather than
 	// sleep. Only its wall time is used; it must not go back.

@@ -29,7 +29,8 @@ type Stats struct {
 	// false when it is off.
 	Warm WarmStats `json:"warm"`
 	// Sweep is what the deletion of expired keys did; its Enabled is
-	// false on a store whose keys cannot expire, and read-only.
+	// false on a store whose keys cannot expire, read-only, or with
+	// Options.NoSweep.
 	Sweep SweepStats `json:"sweep"`
 }
 

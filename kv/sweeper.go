@@ -33,8 +33,9 @@ import (
 // collectors no values (the expiry is in the value), so a pass reads every
 // value. A pass therefore runs only when one may find something: at Open
 // for a store that has ever held a key with a TTL (its directory holds
-// expiringMarker), once the earliest expiry written since the last pass
-// has come, and sweepIdle after a pass that saw a key with a TTL. Passes
+// expiringMarker), once the earliest expiry has come that was written
+// since the last pass or that the last pass saw still to come, and
+// sweepIdle after a pass that saw a key with a TTL. Passes
 // start at least sweepEvery apart, and at least sweepShare's inverse times
 // the last pass's length apart, so that sweeping a large store keeps to a
 // small share of one core; the deletes keep under sweepRate a second.
@@ -89,7 +90,7 @@ type sweepCounters struct {
 // SweepStats describes the deletion of expired keys in the background.
 type SweepStats struct {
 	// Enabled is false on a store whose keys cannot expire (created before
-	// TTLs), or read-only.
+	// TTLs), read-only, or with Options.NoSweep.
 	Enabled bool `json:"enabled"`
 	// Passes counts the sweeps over the key space.
 	Passes int64 `json:"passes"`
@@ -209,7 +210,8 @@ func (s *sweeper) run() {
 		}
 		s.due.Store(math.MaxInt64) // writes from now on lower it again
 		began := time.Now()
-		more := s.pass()
+		next, more := s.pass()
+		valfmt.Note(&s.due, next) // the earliest expiry the pass saw to come
 		gap = max(sweepEvery, time.Duration(float64(time.Since(began))/sweepShare))
 		lastEnd = s.db.now()
 		s.stats.passes.Add(1)
@@ -223,43 +225,49 @@ func (s *sweeper) run() {
 	}
 }
 
-// pass sweeps the key space once, a batch at a time; it reports whether
-// keys with a TTL may remain (it saw one, or stopped early).
-func (s *sweeper) pass() (more bool) {
+// pass sweeps the key space once, a batch at a time. It returns the
+// earliest expiry yet to come that it saw (0: none), and whether keys with
+// a TTL may remain (it saw one, or stopped early).
+func (s *sweeper) pass() (next int64, more bool) {
 	var from []byte
 	for {
 		select {
 		case <-s.stop:
-			return true
+			return next, true
 		default:
 		}
 		b, err := s.find(from)
 		if err != nil {
-			return true // closed or failed: Close is coming, or a read will say
+			return next, true // closed or failed: Close is coming, or a read will say
 		}
 		more = more || b.sawTTL
+		if b.next != 0 && (next == 0 || b.next < next) {
+			next = b.next
+		}
 		if len(b.keys) > 0 {
 			s.delete(b.keys)
 			// At most sweepRate keys a second.
 			pause := time.Duration(len(b.keys)) * time.Second / sweepRate
 			select {
 			case <-s.stop:
-				return true
+				return next, true
 			case <-time.After(pause):
 			}
 		}
-		if b.next == nil {
-			return more
+		if b.from == nil {
+			return next, more
 		}
-		from = b.next
+		from = b.from
 	}
 }
 
 // sweepFound is what a batch's search found: keys expired in its
-// snapshot, and where the next batch starts (nil: the pass is over).
+// snapshot, the earliest expiry yet to come among the values it read (0:
+// none), and where the next batch starts (nil: the pass is over).
 type sweepFound struct {
 	keys   [][]byte
-	next   []byte
+	next   int64
+	from   []byte
 	sawTTL bool // a value with a TTL was read, expired or not
 }
 
@@ -378,12 +386,15 @@ func (t *sweepTask) Step(sc *readpool.StepContext) readpool.Status {
 			continue // corrupt (a read reports it), or no TTL
 		}
 		f.sawTTL = true
-		if valfmt.Expired(exp, now) {
+		switch {
+		case valfmt.Expired(exp, now):
 			f.keys = append(f.keys, bytes.Clone(it.Key()))
+		case f.next == 0 || exp < f.next:
+			f.next = exp
 		}
 	}
 	if valid && t.err == nil {
-		f.next = bytes.Clone(it.Key()) // unread: the next batch starts here
+		f.from = bytes.Clone(it.Key()) // unread: the next batch starts here
 	}
 	if err := it.Close(); err != nil && t.err == nil {
 		t.err = err

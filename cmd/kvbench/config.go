@@ -32,6 +32,7 @@ type config struct {
 	diskLatency time.Duration
 	sync        bool   // fsync every write of the measured phases (never the load's)
 	noWarm      bool   // kv.Options.NoWarm: the caches do not warm themselves
+	noSweep     bool   // kv.Options.NoSweep: expired keys are not deleted in the background
 	admin       string // "" = no admin endpoint; validate makes it HOST:PORT (see adminAddr)
 
 	// workload is the --workload of old, hidden: it names the workload a
@@ -81,6 +82,8 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.diskLatency, "disk-latency", 0, diskLatencyHelp)
 	fs.BoolVar(&c.noWarm, "no-warm", false, "turn the caches' warming off (kv.Options.NoWarm): by default the stores warm their block cache "+
 		"in the background with the CPU the process leaves, the load's tables and, after each reopen, the hot set the load's store saved")
+	fs.BoolVar(&c.noSweep, "no-sweep", false, "turn the deletion of expired keys in the background off (kv.Options.NoSweep), "+
+		"to compare the ttl workload's Gets with and without the sweeper")
 	fs.BoolVar(&c.sync, "sync", false, "fsync every write of the measured phases (default off: writes are not synced, "+
 		"as in the YCSB comparison; a crash may lose the last writes). The load is never synced: it is flushed at its end")
 	fs.StringSliceVar(&c.Schedulers, "schedulers", slices.Clone(defaultSchedulers),

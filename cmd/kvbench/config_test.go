@@ -103,7 +103,7 @@ func TestConfig_Subcommands(t *testing.T) {
 	_, w, err := parse(t, "--scanners", "3", "--no-quiet")
 	require.NoError(t, err)
 	assert.Equal(t, "noisy", w.Name())
-	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak", "txn", "runaway"}, workloadNames())
+	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak", "txn", "runaway", "ttl"}, workloadNames())
 }
 
 func TestConfig_UsageErrors(t *testing.T) {
@@ -124,7 +124,7 @@ func TestConfig_UsageErrors(t *testing.T) {
 		{"ycsb", []string{"ycsb-a"},
 			[]string{`"ycsb-a": kvbench runs no YCSB workload; YCSB A–F run in the go-ycsb runner: cd cmd/kvbench/ycsb && go run . --workloads a,b,c,d,e,f`}},
 		{"--workload", []string{"--workload", "groups", "--duration", "30s"},
-			[]string{`--workload is gone: name the workload as a subcommand, one a run, as in "kvbench groups" (workloads: get, scan, multiget, noisy, cop-scan, cop, groups, groups-steps, soak, txn, runaway)`}},
+			[]string{`--workload is gone: name the workload as a subcommand, one a run, as in "kvbench groups" (workloads: get, scan, multiget, noisy, cop-scan, cop, groups, groups-steps, soak, txn, runaway, ttl)`}},
 		{"--workload ycsb", []string{"--workload", "ycsb-e,get"},
 			[]string{`"ycsb-e": kvbench runs no YCSB workload`, "cd cmd/kvbench/ycsb && go run .", `--workload is gone: name the workload as a subcommand, one a run, as in "kvbench get"`}},
 		{"multiget alone", []string{"multiget", "--clients", "1"},

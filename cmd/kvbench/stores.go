@@ -81,6 +81,7 @@ func (st *stores) options(scheduler string, load bool) *kv.Options {
 		RowCacheSize: rowCache,
 		NoSync:       !cfg.sync || load,
 		NoWarm:       cfg.noWarm,
+		NoSweep:      cfg.noSweep,
 		Logger:       slog.New(slog.NewTextHandler(st.log, &slog.HandlerOptions{Level: slog.LevelError})),
 	}
 	if cfg.diskLatency > 0 && !load {

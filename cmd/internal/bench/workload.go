@@ -130,6 +130,7 @@ func Workloads() []Workload {
 		soakWorkload(),
 		txnWorkload(),
 		runawayWorkload(),
+		ttlWorkload(),
 	}
 }
 

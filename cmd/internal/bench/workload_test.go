@@ -37,6 +37,7 @@ func TestWorkloads_OwnFlags(t *testing.T) {
 		"txn":          {"accounts", "clients", "hot", "hot-accounts"},
 		"runaway": {"action", "arrival", "clients", "exec", "long-scan-len", "max-queue-wait", "retry-after", "rows", "scanners",
 			"short-scan-len", "short-scanners", "short-think", "think", "watch"},
+		"ttl": {"clients", "rate", "think", "ttl"},
 	}
 	var names []string
 	for _, w := range Workloads() {
@@ -47,7 +48,7 @@ func TestWorkloads_OwnFlags(t *testing.T) {
 		assert.NotEmpty(t, w.Short(), w.Name())
 		assert.Contains(t, w.Long(), w.Name(), "%s's help names it", w.Name())
 	}
-	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak", "txn", "runaway"}, names)
+	assert.Equal(t, []string{"get", "scan", "multiget", "noisy", "cop-scan", "cop", "groups", "groups-steps", "soak", "txn", "runaway", "ttl"}, names)
 }
 
 // TestWorkloads_FlagDefaults: the defaults are a plain run's, as they
