@@ -123,6 +123,11 @@ type BatchOp struct {
 	// TTL, when positive, makes an OpSet's key expire TTL after the write
 	// (SetWithTTL); a backend counts it from when it applies the batch.
 	TTL time.Duration
+	// deletedSize, when positive, is the size of the value an OpDelete
+	// deletes as Pebble holds it (the sweeper's deletes know it): Pebble
+	// records it in the tombstone, and its compactions then reclaim the
+	// space sooner.
+	deletedSize uint32
 }
 
 // Ops returns the batch's writes in the order they apply, for a backend

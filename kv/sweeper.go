@@ -312,13 +312,15 @@ func (s *sweeper) delete(keys [][]byte) {
 	var reads readSet
 	var ops []BatchOp
 	for _, k := range keys {
-		_, exp, err := snap.readStored(k)
+		val, exp, err := snap.readStored(k)
 		if err != nil || !valfmt.Expired(exp, snap.time) {
 			s.stats.beaten.Add(1) // written since the search (or unreadable: a read will say)
 			continue
 		}
 		reads.addKey(k)
-		ops = append(ops, BatchOp{Kind: OpDelete, Key: k})
+		// A sized tombstone: Pebble's compactions then count the space
+		// it frees, and reclaim it sooner.
+		ops = append(ops, BatchOp{Kind: OpDelete, Key: k, deletedSize: uint32(min(valfmt.Size(len(val), exp), math.MaxUint32))})
 	}
 	s.stats.expired.Add(int64(len(ops)))
 	check := txnCheck{start: start, reads: &reads}

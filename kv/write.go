@@ -164,7 +164,11 @@ func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 		var err error
 		switch op.Kind {
 		case OpDelete:
-			err = pb.Delete(op.Key, nil)
+			if op.deletedSize > 0 {
+				err = pb.DeleteSized(op.Key, op.deletedSize, nil)
+			} else {
+				err = pb.Delete(op.Key, nil)
+			}
 		case OpDeleteRange:
 			ranges++
 			end := op.Value

@@ -3,14 +3,28 @@ package tikv
 import (
 	"bytes"
 	"fmt"
+	"time"
+
+	"github.com/tikv/client-go/v2/oracle"
+
+	"github.com/coopkv/coopkv/internal/valfmt"
 )
 
-// valueFormat is the first byte of every stored value: the value follows
-// as given. TiKV refuses empty values ("can not set nil value"), and
-// client-go's snapshot cache reads an empty value as a missing key, so an
-// empty value must be stored as something; a byte on every value keeps
-// the format unambiguous, and leaves room for another format later.
-const valueFormat = 0
+// A stored value is the embedded store's tagged value (package valfmt): a
+// byte 0 and the value as given, or for a key with a TTL a byte 1, its
+// expiry and the value. TiKV refuses empty values ("can not set nil
+// value"), and client-go's snapshot cache reads an empty value as a
+// missing key, so an empty value must be stored as something; the tag on
+// every value keeps the format unambiguous. Stores written before TTLs
+// hold only the first kind, and read as they did.
+//
+// Expiries are the cluster's time: the physical part of a timestamp from
+// PD (tsNanos), so that every client judges them alike whatever its own
+// clock says, and a read at a timestamp — a snapshot's, a Txn's —
+// judges at that timestamp's time.
+
+// tsNanos is the wall time of timestamp ts, in Unix nanoseconds.
+func tsNanos(ts uint64) int64 { return oracle.ExtractPhysical(ts) * int64(time.Millisecond) }
 
 // keyspace maps the store's keys onto TiKV's: every key under one prefix.
 type keyspace struct {
@@ -45,17 +59,17 @@ func (ks keyspace) userKey(k []byte) ([]byte, error) {
 	return k[len(ks.prefix):], nil
 }
 
-// encodeValue is v as stored.
-func encodeValue(v []byte) []byte {
-	b := make([]byte, 0, 1+len(v))
-	return append(append(b, valueFormat), v...)
+// encodeValue is v as stored, expiring at exp (0: never).
+func encodeValue(v []byte, exp int64) []byte {
+	return valfmt.Append(make([]byte, 0, valfmt.Size(len(v), exp)), v, exp)
 }
 
 // decodeValue is a stored value as the store's callers see it (aliasing
-// b): never nil.
-func decodeValue(key, b []byte) ([]byte, error) {
-	if len(b) == 0 || b[0] != valueFormat {
-		return nil, fmt.Errorf("%w: key %q", ErrInvalidValue, key)
+// b, never nil), and its expiry (0: none).
+func decodeValue(key, b []byte) ([]byte, int64, error) {
+	v, exp, err := valfmt.Decode(b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: key %q", ErrInvalidValue, key)
 	}
-	return b[1:], nil
+	return v, exp, nil
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	tikverr "github.com/tikv/client-go/v2/error"
 	ckv "github.com/tikv/client-go/v2/kv"
 	"github.com/tikv/client-go/v2/txnkv/transaction"
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
 
+	"github.com/coopkv/coopkv/internal/valfmt"
 	"github.com/coopkv/coopkv/kv"
 )
 
@@ -23,6 +26,25 @@ type reader struct {
 	// transaction's; nil for the store's own view).
 	open func() bool
 	txn  *transaction.KVTxn
+	// earliest, a transaction's, is lowered to the expiry of each value
+	// with a TTL its reads return: if that comes before its Commit, the
+	// Commit conflicts (see txn.Commit).
+	earliest *atomic.Int64
+}
+
+// live judges a value expiring at exp (0: never) read at ts: false once
+// it has expired, else true, noting exp where the reader asks.
+func (r reader) live(exp int64, ts uint64) bool {
+	if exp == 0 {
+		return true
+	}
+	if valfmt.Expired(exp, tsNanos(ts)) {
+		return false
+	}
+	if r.earliest != nil {
+		valfmt.Note(r.earliest, exp)
+	}
+	return true
 }
 
 // begin admits a read and returns its timestamp; the caller must call
@@ -100,33 +122,52 @@ func (r reader) getter(ctx context.Context, ts uint64) (pointGetter, error) {
 
 // Get reads one key. The caller owns the result.
 func (r reader) Get(ctx context.Context, key []byte) ([]byte, error) {
+	v, _, err := r.getExpiry(ctx, key)
+	return v, err
+}
+
+// ExpiresAt says when key expires: the zero Time when it has no TTL,
+// kv.ErrNotFound when it is missing or has expired.
+func (r reader) ExpiresAt(ctx context.Context, key []byte) (time.Time, error) {
+	_, exp, err := r.getExpiry(ctx, key)
+	if err != nil || exp == 0 {
+		return time.Time{}, err
+	}
+	return time.Unix(0, exp), nil
+}
+
+// getExpiry is Get, with the value's expiry (0: none).
+func (r reader) getExpiry(ctx context.Context, key []byte) ([]byte, int64, error) {
 	ts, err := r.begin(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer r.s.leave()
 	if len(key) == 0 {
-		return nil, kv.ErrEmptyKey
+		return nil, 0, kv.ErrEmptyKey
 	}
 	g, err := r.getter(ctx, ts)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cctx, stop := r.s.clientCtx(ctx) // a lock met is resolved with write requests
 	defer stop()
 	e, err := g.Get(cctx, r.s.ks.key(key))
 	err = r.s.callErr(ctx, err)
 	if tikverr.IsErrNotFound(err) {
-		return nil, kv.ErrNotFound
+		return nil, 0, kv.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tikv: get %q: %w", key, r.s.at(storeErr(err), r.s.ks.key(key)))
+		return nil, 0, fmt.Errorf("tikv: get %q: %w", key, r.s.at(storeErr(err), r.s.ks.key(key)))
 	}
-	v, err := decodeValue(key, e.Value)
+	v, exp, err := decodeValue(key, e.Value)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return append([]byte{}, v...), nil
+	if !r.live(exp, ts) {
+		return nil, 0, kv.ErrNotFound
+	}
+	return append([]byte{}, v...), exp, nil
 }
 
 // MultiGet reads keys with one BatchGet: values[i] belongs to keys[i],
@@ -169,9 +210,12 @@ func (r reader) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 		if !ok {
 			continue
 		}
-		v, err := decodeValue(k, e.Value)
+		v, exp, err := decodeValue(k, e.Value)
 		if err != nil {
 			return nil, err
+		}
+		if !r.live(exp, ts) {
+			continue
 		}
 		vals[i] = append([]byte{}, v...) // repeated keys get their own
 	}

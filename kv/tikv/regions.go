@@ -101,25 +101,31 @@ func (w *regionRows) row() ([]byte, []byte, error) {
 		return nil, nil, err
 	}
 	defer w.r.s.leave()
-	for w.pos >= len(w.cur) {
-		if err := w.refill(); err != nil {
+	for {
+		for w.pos >= len(w.cur) {
+			if err := w.refill(); err != nil {
+				return nil, nil, err
+			}
+		}
+		p := w.cur[w.pos]
+		w.pos++
+		k, err := w.r.s.ks.userKey(p.key)
+		if err != nil {
 			return nil, nil, err
 		}
-	}
-	p := w.cur[w.pos]
-	w.pos++
-	k, err := w.r.s.ks.userKey(p.key)
-	if err != nil {
-		return nil, nil, err
-	}
-	var v []byte
-	if !w.keysOnly {
-		if v, err = decodeValue(k, p.value); err != nil {
+		v, exp, err := decodeValue(k, p.value)
+		if err != nil {
 			return nil, nil, err
 		}
+		if !w.r.live(exp, w.r.ts) {
+			continue // expired at the read's timestamp: not a row
+		}
+		if w.keysOnly {
+			v = nil
+		}
+		w.seen++
+		return k, v, nil
 	}
-	w.seen++
-	return k, v, nil
 }
 
 // refill takes the next batch, in key order; io.EOF after the last
@@ -253,7 +259,7 @@ func (w *regionRows) open(s *subScan) (iterator, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap.SetKeyOnly(w.keysOnly)
+	// Values are read for KeysOnly too: the expiry is in the value.
 	snap.SetScanBatchSize(scanBatch(w.limit))
 	var it iterator
 	if w.reverse {

@@ -38,6 +38,7 @@ type rows struct {
 	it      iterator   // nil until the first Next, and after the end
 	lo      []byte     // the scan's lower bound, a store key, once it is open
 	release func()     // lets the held timestamp go
+	ts      uint64     // the scan's timestamp, once it is open
 	seen    int
 	err     error // why the scan ended early
 	done    bool
@@ -66,38 +67,44 @@ func (w *rows) Next() ([]byte, []byte, error) {
 	if err := w.ctx.Err(); err != nil {
 		return w.fail(err)
 	}
-	var err error
-	switch {
-	case w.it == nil && w.empty():
-		w.finish()
-		return nil, nil, io.EOF
-	case w.it == nil:
-		err = w.open()
-	case atLowerBound(w.it, w.reverse, w.lo):
-		w.finish()
-		return nil, nil, io.EOF
-	default:
-		err = w.it.Next()
-	}
-	if err != nil {
-		return w.fail(w.r.s.at(storeErr(w.r.s.callErr(w.ctx, err)), w.lo))
-	}
-	if !w.it.Valid() {
-		w.finish()
-		return nil, nil, io.EOF
-	}
-	k, err := w.r.s.ks.userKey(w.it.Key())
-	if err != nil {
-		return w.fail(err)
-	}
-	var v []byte
-	if !w.keysOnly {
-		if v, err = decodeValue(k, w.it.Value()); err != nil {
+	for {
+		var err error
+		switch {
+		case w.it == nil && w.empty():
+			w.finish()
+			return nil, nil, io.EOF
+		case w.it == nil:
+			err = w.open()
+		case atLowerBound(w.it, w.reverse, w.lo):
+			w.finish()
+			return nil, nil, io.EOF
+		default:
+			err = w.it.Next()
+		}
+		if err != nil {
+			return w.fail(w.r.s.at(storeErr(w.r.s.callErr(w.ctx, err)), w.lo))
+		}
+		if !w.it.Valid() {
+			w.finish()
+			return nil, nil, io.EOF
+		}
+		k, err := w.r.s.ks.userKey(w.it.Key())
+		if err != nil {
 			return w.fail(err)
 		}
+		v, exp, err := decodeValue(k, w.it.Value())
+		if err != nil {
+			return w.fail(err)
+		}
+		if !w.r.live(exp, w.ts) {
+			continue // expired at the scan's timestamp: not a row
+		}
+		if w.keysOnly {
+			v = nil
+		}
+		w.seen++
+		return k, v, nil
 	}
-	w.seen++
-	return k, v, nil
 }
 
 // empty reports whether [start, end) holds no key (start == end), which
@@ -129,12 +136,13 @@ func (w *rows) open() error {
 		}
 		w.release = w.r.s.held.add(ts)
 	}
+	w.ts = ts
 	w.kill.arm(w.ctx, w.r.s.closingCtx)
 	snap, err := w.r.scanSnapshot(w.ctx, ts, &w.kill)
 	if err != nil {
 		return err
 	}
-	snap.SetKeyOnly(w.keysOnly)
+	// Values are read for KeysOnly too: the expiry is in the value.
 	snap.SetScanBatchSize(scanBatch(w.limit))
 	lo, hi := w.r.s.ks.bounds(w.start, w.end)
 	w.lo = lo

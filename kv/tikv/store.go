@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/tikv/client-go/v2/oracle"
@@ -225,6 +226,13 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 // (possibly empty) slice when present.
 func (s *Store) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	return reader{s: s}.MultiGet(ctx, keys)
+}
+
+// ExpiresAt says when key expires, as kv.DB.ExpiresAt does, judged at a
+// fresh timestamp: the zero Time when it has no TTL, kv.ErrNotFound when
+// it is missing or has expired.
+func (s *Store) ExpiresAt(ctx context.Context, key []byte) (time.Time, error) {
+	return reader{s: s}.ExpiresAt(ctx, key)
 }
 
 // Scan reads the keys in [start, end) — nil start is the first key of the

@@ -91,7 +91,7 @@ func TestScan_EmptyValuesAreStoredEncoded(t *testing.T) {
 	}
 	raw, err := s.kvs.GetSnapshot(maxReadTS(t, s)).Get(context.Background(), []byte(DefaultPrefix+"a"))
 	require.NoError(t, err)
-	assert.Equal(t, []byte{valueFormat}, raw.Value, "stored: the format byte alone")
+	assert.Equal(t, []byte{0}, raw.Value, "stored: the plain tag alone (valfmt)")
 
 	// A value this package did not write is an error, not a wrong value.
 	txn, err := s.kvs.Begin()

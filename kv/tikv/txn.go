@@ -5,13 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	ckv "github.com/tikv/client-go/v2/kv"
 	"github.com/tikv/client-go/v2/tikv"
 	"github.com/tikv/client-go/v2/txnkv/transaction"
 
+	"github.com/coopkv/coopkv/internal/valfmt"
 	"github.com/coopkv/coopkv/kv"
 )
 
@@ -48,7 +51,8 @@ func (s *Store) NewTxn(ctx context.Context) (*kv.Txn, error) {
 		return nil, fmt.Errorf("tikv: new transaction: %w", storeErr(err))
 	}
 	t := &txn{s: s, kt: kt, release: s.held.add(ts)}
-	t.r = reader{s: s, ts: ts, open: func() bool { return !t.ended.Load() }, txn: kt}
+	t.earliest.Store(math.MaxInt64)
+	t.r = reader{s: s, ts: ts, open: func() bool { return !t.ended.Load() }, txn: kt, earliest: &t.earliest}
 	return kv.NewTxnFrom(t), nil
 }
 
@@ -64,6 +68,10 @@ type txn struct {
 	release func() // lets the start timestamp go, for GC
 	ended   atomic.Bool
 	bytes   int64 // the user's keys and values buffered, for MaxTxnBytes
+	// earliest is the earliest expiry of the values its reads returned
+	// (math.MaxInt64: none): one that comes before the Commit makes it
+	// conflict, as an expiry is a write at its time.
+	earliest atomic.Int64
 
 	// mu guards read: a scan's rows may be read on another goroutine than
 	// the Txn's other calls, one at a time.
@@ -71,7 +79,10 @@ type txn struct {
 	read map[string]struct{} // the user's keys read, locked at Commit
 }
 
-var _ kv.TxnBackend = (*txn)(nil)
+var (
+	_ kv.TxnBackend       = (*txn)(nil)
+	_ kv.ExpiryTxnBackend = (*txn)(nil)
+)
 
 // markRead adds key to the keys that Commit locks.
 func (t *txn) markRead(key []byte) {
@@ -169,7 +180,7 @@ func (t *txn) ownWrite(k, v []byte) (kv.OwnWrite, error) {
 	}
 	w := kv.OwnWrite{Key: bytes.Clone(k), Delete: len(v) == 0} // a deletion is an empty value
 	if !w.Delete {
-		if v, err = decodeValue(k, v); err != nil {
+		if v, _, err = decodeValue(k, v); err != nil { // its own TTL counts from its start: live
 			return kv.OwnWrite{}, err
 		}
 		w.Value = bytes.Clone(v)
@@ -179,7 +190,26 @@ func (t *txn) ownWrite(k, v []byte) (kv.OwnWrite, error) {
 
 // Set implements kv.TxnBackend.
 func (t *txn) Set(key, value []byte) error {
-	return t.buffer(key, len(value), func(k []byte) error { return t.kt.Set(k, encodeValue(value)) })
+	return t.buffer(key, len(value), func(k []byte) error { return t.kt.Set(k, encodeValue(value, 0)) })
+}
+
+// SetWithTTL implements kv.ExpiryTxnBackend. The expiry counts from the
+// Txn's start timestamp, the cluster's time, not from its commit, whose
+// timestamp is not known until then: a Txn that runs for a second gives
+// its keys a second less.
+func (t *txn) SetWithTTL(key, value []byte, ttl time.Duration) error {
+	exp := tsNanos(t.kt.StartTS()) + int64(ttl)
+	return t.buffer(key, len(value), func(k []byte) error { return t.kt.Set(k, encodeValue(value, exp)) })
+}
+
+// ExpiresAt implements kv.ExpiryTxnBackend: the Txn's own write's expiry,
+// else the snapshot's. The key counts as read.
+func (t *txn) ExpiresAt(ctx context.Context, key []byte) (time.Time, error) {
+	exp, err := t.r.ExpiresAt(ctx, key)
+	if err == nil || errors.Is(err, kv.ErrNotFound) {
+		t.markRead(key)
+	}
+	return exp, err
 }
 
 // Delete implements kv.TxnBackend.
@@ -226,6 +256,17 @@ func (t *txn) Commit(ctx context.Context) error {
 	rq, err := requestOf(ctx)
 	if err != nil {
 		return fmt.Errorf("tikv: commit: %w", err)
+	}
+	if e := t.earliest.Load(); e != math.MaxInt64 {
+		// A value it read expires: if by now, that is a write since it
+		// began, and the Commit conflicts.
+		now, err := s.now(ctx)
+		if err != nil {
+			return fmt.Errorf("tikv: commit: %w", storeErr(err))
+		}
+		if valfmt.Expired(e, tsNanos(now)) {
+			return fmt.Errorf("tikv: commit: a value read has expired since the Txn began: %w", kv.ErrConflict)
+		}
 	}
 	rq.txn(t.kt)
 	cctx, stop := t.s.clientCtx(ctx)

@@ -46,9 +46,6 @@ func (s *Store) Write(ctx context.Context, b *kv.Batch) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	if slices.ContainsFunc(ops, func(op kv.BatchOp) bool { return op.TTL > 0 }) {
-		return fmt.Errorf("tikv: write: %w", kv.ErrTTLUnsupported) // not yet on TiKV
-	}
 	rq, err := requestOf(ctx)
 	if err != nil {
 		return fmt.Errorf("tikv: write: %w", err)
@@ -120,7 +117,11 @@ func (s *Store) writeOnce(ctx context.Context, rq request, ops []kv.BatchOp) (er
 	for _, op := range ops {
 		switch op.Kind {
 		case kv.OpSet:
-			err = txn.Set(s.ks.key(op.Key), encodeValue(op.Value))
+			var exp int64 // a TTL counts from the write's start timestamp, the cluster's time
+			if op.TTL > 0 {
+				exp = tsNanos(txn.StartTS()) + int64(op.TTL)
+			}
+			err = txn.Set(s.ks.key(op.Key), encodeValue(op.Value, exp))
 		case kv.OpDelete:
 			err = txn.Delete(s.ks.key(op.Key))
 		case kv.OpDeleteRange:

@@ -91,7 +91,9 @@ type ttlSample struct {
 	expired  int64         // keys the sweeper found expired, so far (Stats.Sweep)
 	swept    int64         // keys it deleted, so far
 	disk     int64         // bytes the store uses on disk
+	tables   int64         // of them, its tables' (the rest: its WAL, files not yet deleted)
 	measured bool          // the store's figures (an embedded store's)
+	sweeping bool          // its sweeper runs (not --no-sweep)
 }
 
 func (w *ttlLoad) Flags(fs *pflag.FlagSet) {
@@ -240,6 +242,10 @@ func (w *ttlLoad) sampler(e *env, s *sessions) client {
 			if db, ok := e.db.(*kv.DB); ok {
 				st := db.Stats()
 				smp.expired, smp.swept, smp.disk, smp.measured = st.Sweep.Expired, st.Sweep.Swept, int64(st.Storage.DiskBytes), true
+				smp.sweeping = st.Sweep.Enabled
+				for _, l := range st.Storage.Levels {
+					smp.tables += int64(l.Bytes)
+				}
 			}
 			w.mu.Lock()
 			w.cur = append(w.cur, smp)
@@ -283,8 +289,8 @@ func ttlSummary(sched string, smps []ttlSample, perTTL float64, row int64) strin
 		if (i+1)%10 != 0 && i != len(smps)-1 {
 			continue
 		}
-		fmt.Fprintf(&b, "  %3.0fs  written %d, live %d, held %d, expired found %d, deleted %d, disk %s\n",
-			s.at.Seconds(), s.written, s.live, s.written-s.swept, s.expired, s.swept, mib(s.disk))
+		fmt.Fprintf(&b, "  %3.0fs  written %d, live %d, held %d, expired found %d, deleted %d, disk %s (tables %s)\n",
+			s.at.Seconds(), s.written, s.live, s.written-s.swept, s.expired, s.swept, mib(s.disk), mib(s.tables))
 	}
 	held := float64(last.written - last.swept)
 	fmt.Fprintf(&b, "ttl %s: sessions held %.0f at the end, %.2f× rate × TTL (%.0f) (want ≤ %.1f×): %s\n",
@@ -303,7 +309,10 @@ func ttlSummary(sched string, smps []ttlSample, perTTL float64, row int64) strin
 		fmt.Fprintf(&b, "ttl %s: disk after the first minute at most %.2f× the live sessions' bytes (want ≤ %.0f×): %s\n",
 			sched, worst, ttlDiskFactor, verdict(worst <= ttlDiskFactor))
 	}
-	if secs := last.at.Seconds(); secs > 0 {
+	switch secs := last.at.Seconds(); {
+	case !last.sweeping:
+		fmt.Fprintf(&b, "ttl %s: the sweeper is off (--no-sweep)\n", sched)
+	case secs > 0:
 		fmt.Fprintf(&b, "ttl %s: the sweeper found %.0f expired keys/s and deleted %.0f/s\n",
 			sched, float64(last.expired)/secs, float64(last.swept)/secs)
 	}
