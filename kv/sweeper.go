@@ -35,10 +35,10 @@ import (
 // for a store that has ever held a key with a TTL (its directory holds
 // expiringMarker), once the earliest expiry has come that was written
 // since the last pass or that the last pass saw still to come, and
-// sweepIdle after a pass that saw a key with a TTL. Passes
-// start at least sweepEvery apart, and at least sweepShare's inverse times
-// the last pass's length apart, so that sweeping a large store keeps to a
-// small share of one core; the deletes keep under sweepRate a second.
+// sweepIdle after a pass that saw a key with a TTL. Passes start at least
+// sweepEvery apart, and after one that found few keys expired, at least
+// sweepShare's inverse times its length apart (sweepGap); the deletes keep
+// under sweepRate a second.
 type sweeper struct {
 	db   *DB
 	kick chan struct{} // capacity 1: a pass may be due sooner
@@ -210,9 +210,9 @@ func (s *sweeper) run() {
 		}
 		s.due.Store(math.MaxInt64) // writes from now on lower it again
 		began := time.Now()
-		next, more := s.pass()
+		next, more, read, found := s.pass()
 		valfmt.Note(&s.due, next) // the earliest expiry the pass saw to come
-		gap = max(sweepEvery, time.Duration(float64(time.Since(began))/sweepShare))
+		gap = sweepGap(time.Since(began), read, found)
 		lastEnd = s.db.now()
 		s.stats.passes.Add(1)
 		s.stats.lastPass.Store(lastEnd)
@@ -225,21 +225,36 @@ func (s *sweeper) run() {
 	}
 }
 
+// sweepGap is the least time from the end of a pass that took took,
+// reading read keys of which found had expired, to the start of the next:
+// sweepEvery; and for a pass that found few of what it read (under a
+// tenth), 1/sweepShare times its length, so that sweeping a large store of
+// keys that mostly have no TTL keeps to a small share of one core, while
+// a store of mostly expiring keys is swept as fast as they expire.
+func sweepGap(took time.Duration, read, found int) time.Duration {
+	if found*10 >= read {
+		return sweepEvery
+	}
+	return max(sweepEvery, time.Duration(float64(took)/sweepShare))
+}
+
 // pass sweeps the key space once, a batch at a time. It returns the
-// earliest expiry yet to come that it saw (0: none), and whether keys with
-// a TTL may remain (it saw one, or stopped early).
-func (s *sweeper) pass() (next int64, more bool) {
+// earliest expiry yet to come that it saw (0: none), whether keys with a
+// TTL may remain (it saw one, or stopped early), and how many keys it
+// read and found expired.
+func (s *sweeper) pass() (next int64, more bool, read, found int) {
 	var from []byte
 	for {
 		select {
 		case <-s.stop:
-			return next, true
+			return next, true, read, found
 		default:
 		}
 		b, err := s.find(from)
 		if err != nil {
-			return next, true // closed or failed: Close is coming, or a read will say
+			return next, true, read, found // closed or failed: Close is coming, or a read will say
 		}
+		read, found = read+b.read, found+len(b.keys)
 		more = more || b.sawTTL
 		if b.next != 0 && (next == 0 || b.next < next) {
 			next = b.next
@@ -250,12 +265,12 @@ func (s *sweeper) pass() (next int64, more bool) {
 			pause := time.Duration(len(b.keys)) * time.Second / sweepRate
 			select {
 			case <-s.stop:
-				return next, true
+				return next, true, read, found
 			case <-time.After(pause):
 			}
 		}
 		if b.from == nil {
-			return next, more
+			return next, more, read, found
 		}
 		from = b.from
 	}
@@ -269,6 +284,7 @@ type sweepFound struct {
 	next   int64
 	from   []byte
 	sawTTL bool // a value with a TTL was read, expired or not
+	read   int  // keys read
 }
 
 // find runs one batch's search from key from (nil: the first key) as a
@@ -378,6 +394,7 @@ func (t *sweepTask) Step(sc *readpool.StepContext) readpool.Status {
 			}
 		}
 		n++
+		f.read++
 		v, err := it.ValueAndErr()
 		if err != nil {
 			t.err = err

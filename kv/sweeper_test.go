@@ -211,3 +211,13 @@ func TestSweep_YieldsToAGet(t *testing.T) {
 		assert.EqualValues(t, 1000, db.Stats().Sweep.Swept, "and the pass went on")
 	})
 }
+
+// A pass that found many of the keys it read expired (a store of
+// sessions) is followed a second later; one that found few waits 20 times
+// its length, so that a large store without TTLs costs little to sweep.
+func TestSweepGap(t *testing.T) {
+	assert.Equal(t, sweepEvery, sweepGap(3*time.Second, 1000, 100), "a tenth expired")
+	assert.Equal(t, 60*time.Second, sweepGap(3*time.Second, 1000, 99))
+	assert.Equal(t, sweepEvery, sweepGap(time.Millisecond, 1000, 0), "a short pass")
+	assert.Equal(t, sweepEvery, sweepGap(time.Millisecond, 0, 0))
+}
