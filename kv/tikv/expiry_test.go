@@ -44,8 +44,18 @@ func (f aheadFuture) Wait() (int64, int64, error) {
 }
 
 // openMockClock is openMock on a cluster whose clock the returned function
-// moves on.
+// moves on; the caller closes the store.
 func openMockClock(t *testing.T) (*Store, kvtest.Advance) {
+	t.Helper()
+	kvs, advance := mockKVStoreClock(t)
+	s, err := New(kvs, nil)
+	require.NoError(t, err)
+	return s, advance
+}
+
+// mockKVStoreClock is a client-go store on a fresh mock cluster whose clock
+// the returned function moves on.
+func mockKVStoreClock(t *testing.T) (*tikv.KVStore, kvtest.Advance) {
 	t.Helper()
 	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
 	require.NoError(t, err)
@@ -53,9 +63,7 @@ func openMockClock(t *testing.T) (*Store, kvtest.Advance) {
 	ahead := &atomic.Int64{}
 	kvs, err := tikv.NewTestTiKVStore(client, pdClient, nil, func(c pd.Client) pd.Client { return aheadPD{c, ahead} }, 0)
 	require.NoError(t, err)
-	s, err := New(kvs, nil)
-	require.NoError(t, err)
-	return s, func(d time.Duration) { ahead.Add(int64(d)) }
+	return kvs, func(d time.Duration) { ahead.Add(int64(d)) }
 }
 
 func TestStore_PassesExpiryConformance(t *testing.T) {

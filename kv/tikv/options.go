@@ -22,6 +22,9 @@ const (
 	DefaultGCLifetime = 10 * time.Minute
 	// DefaultGCInterval is how often the store advances the safe point.
 	DefaultGCInterval = time.Minute
+	// DefaultSweepInterval is how often a store tries to take the sweep
+	// lease and, holding it, sweeps expired keys (sweep.go).
+	DefaultSweepInterval = 10 * time.Second
 	// DefaultMaxDeleteRangeKeys bounds the keys one Write's DeleteRanges
 	// delete: they are deleted key by key inside the Write's transaction,
 	// which TiKV holds in memory and limits in size.
@@ -62,6 +65,13 @@ type Options struct {
 	// GCInterval is how often the safe point is advanced; 0 =
 	// DefaultGCInterval.
 	GCInterval time.Duration
+	// SweepInterval is how often the store tries to take the sweep lease
+	// of its prefix and, holding it, deletes the expired keys under the
+	// prefix (one client of those sharing a prefix sweeps at a time; see
+	// sweep.go); 0 = DefaultSweepInterval; negative = never: another
+	// client sweeps, or nobody does and expired keys stay, unread, until
+	// overwritten or deleted.
+	SweepInterval time.Duration
 	// MaxDeleteRangeKeys bounds the keys one Write's DeleteRanges delete,
 	// atomically; past it Write fails with ErrRangeTooLarge and deletes
 	// nothing. 0 = DefaultMaxDeleteRangeKeys.
@@ -108,6 +118,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.GCInterval == 0 {
 		o.GCInterval = DefaultGCInterval
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = DefaultSweepInterval
 	}
 	if o.MaxDeleteRangeKeys == 0 {
 		o.MaxDeleteRangeKeys = DefaultMaxDeleteRangeKeys

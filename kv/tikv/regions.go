@@ -113,6 +113,9 @@ func (w *regionRows) row() ([]byte, []byte, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		if len(k) == 0 {
+			continue // the sweep lease (sweep.go), not a key of the caller's
+		}
 		v, exp, err := decodeValue(k, p.value)
 		if err != nil {
 			return nil, nil, err

@@ -92,6 +92,9 @@ func (w *rows) Next() ([]byte, []byte, error) {
 		if err != nil {
 			return w.fail(err)
 		}
+		if len(k) == 0 {
+			continue // the sweep lease (sweep.go), not a key of the caller's
+		}
 		v, exp, err := decodeValue(k, w.it.Value())
 		if err != nil {
 			return w.fail(err)

@@ -34,6 +34,7 @@ type Store struct {
 	serviceID string // this store's service safe point at PD
 	gcStop    chan struct{}
 	gcDone    chan struct{}
+	sweep     *sweeper // nil with a negative SweepInterval
 	log       *logSink
 
 	mu    sync.Mutex
@@ -136,6 +137,9 @@ func New(kvs *tikv.KVStore, opts *Options) (*Store, error) {
 		s.gcStop, s.gcDone = make(chan struct{}), make(chan struct{})
 		go s.gcLoop()
 	}
+	if o.SweepInterval > 0 {
+		s.sweep = newSweeper(s)
+	}
 	return s, nil
 }
 
@@ -196,6 +200,9 @@ func (s *Store) Close() error {
 	if s.gcStop != nil {
 		close(s.gcStop)
 		<-s.gcDone
+	}
+	if s.sweep != nil {
+		s.sweep.close() // its calls end with closingCtx
 	}
 	s.mu.Lock()
 	snaps := s.snaps
