@@ -368,3 +368,47 @@ func TestTTL_OlderStoreReadsAsBeforeAndRefusesTTLs(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, exp.IsZero())
 }
+
+// A MultiGet split on a slow disk judges expiry once for all its parts: at
+// its start for the live store, at the snapshot's time for a snapshot.
+func TestTTL_MultiGetSplitOnASlowDisk(t *testing.T) {
+	clock := newFakeClock()
+	db := openTest(t, "", &Options{InMemory: true, Clock: clock.now, NoWarm: true, RowCacheSize: -1})
+	const n = 400
+	b := db.NewBatch()
+	keys := make([][]byte, n)
+	for i := range n {
+		keys[i] = keyN(i)
+		if i%2 == 0 {
+			b.SetWithTTL(keys[i], []byte("v"), time.Second)
+		} else {
+			b.Set(keys[i], []byte("v"))
+		}
+	}
+	require.NoError(t, db.Apply(b))
+	require.NoError(t, db.Flush())
+	ctx := context.Background()
+	snap, err := db.NewSnapshot(ctx)
+	require.NoError(t, err)
+	defer snap.Close()
+	clock.advance(time.Second)
+
+	db.reads.avg.Store(time.Millisecond) // the disk is slow: MultiGets split
+	parts := multiGetParts(n)
+	require.NotNil(t, parts, "%d keys split", n)
+	before := db.Stats().Pool.Spawned
+	vals, err := db.MultiGet(ctx, keys)
+	require.NoError(t, err)
+	assert.EqualValues(t, len(parts)-1, db.Stats().Pool.Spawned-before, "split into parts")
+	for i, v := range vals {
+		assert.Equal(t, i%2 == 1, v != nil, "key %d: the even ones have expired", i)
+		if v != nil {
+			assert.Equal(t, "v", string(v), "key %d: without its tag", i)
+		}
+	}
+	vals, err = snap.MultiGet(ctx, keys)
+	require.NoError(t, err)
+	for i, v := range vals {
+		assert.Equal(t, "v", string(v), "key %d lives at the snapshot's time", i)
+	}
+}
