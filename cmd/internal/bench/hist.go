@@ -19,10 +19,11 @@ const (
 	classTransfer // one transfer between two accounts in a transaction (txn)
 	classFullScan // a scan of the whole store (runaway)
 	classRefused  // a paced Get refused for its estimated wait (--max-queue-wait): its service time
+	classExpired  // a Get of a key that has expired (ttl): an error if it returns a value
 	numClasses
 )
 
-var classNames = [numClasses]string{"get", "scan", "update", "cop", "multiget", "gets", "transfer", "full scan", "get refused"}
+var classNames = [numClasses]string{"get", "scan", "update", "cop", "multiget", "gets", "transfer", "full scan", "get refused", "expired get"}
 
 func (c class) String() string { return classNames[c] }
 

@@ -80,7 +80,7 @@ func TestClass_Names(t *testing.T) {
 	for c := range numClasses {
 		names = append(names, c.String())
 	}
-	assert.Equal(t, []string{"get", "scan", "update", "cop", "multiget", "gets", "transfer", "full scan", "get refused"}, names)
+	assert.Equal(t, []string{"get", "scan", "update", "cop", "multiget", "gets", "transfer", "full scan", "get refused", "expired get"}, names)
 }
 
 func TestRecorder_Paced(t *testing.T) {

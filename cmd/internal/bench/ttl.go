@@ -48,7 +48,7 @@ func ttlWorkload() Workload {
 		name:    "ttl",
 		short:   "login sessions written with a TTL at a steady rate, read while they live, swept when they expire",
 		long:    ttlLong,
-		classes: []class{classGet, classUpdate},
+		classes: []class{classGet, classUpdate, classExpired},
 	}
 	return w
 }
@@ -58,7 +58,9 @@ const ttlLong = `ttl is a store of login sessions: one writer sets a new session
 --value-size bytes; --clients goroutines each read one session every
 --think, drawn from those written within the last half TTL (so that it
 lives), on a schedule of their own, timed from when the Get was due. The
-"update" row is the writer's sets, the "get" row the reads.
+"update" row is the writer's sets, the "get" row the reads. The "expired
+get" row is a check: every 10 ms a Get of a session that expired at least
+a second before, which must be missing; one returned is an error.
 
 Every second a sampler reads the store: the sessions live (written within
 the last TTL), the sessions it holds (written, less the keys the sweeper
@@ -90,6 +92,7 @@ type ttlSample struct {
 	live     int64         // of them, written within the last TTL
 	expired  int64         // keys the sweeper found expired, so far (Stats.Sweep)
 	swept    int64         // keys it deleted, so far
+	flushes  int64         // memtable flushes it asked for, so far
 	disk     int64         // bytes the store uses on disk
 	tables   int64         // of them, its tables' (the rest: its WAL, files not yet deleted)
 	measured bool          // the store's figures (an embedded store's)
@@ -148,7 +151,7 @@ func (w *ttlLoad) phaseClients(e *env) []client {
 	w.valSize = e.cfg.ValueSize
 	s := &sessions{start: time.Now()}
 	perTTL := int64(w.rate * w.ttl.Seconds())
-	cs := []client{w.writer(e, s), w.sampler(e, s)}
+	cs := []client{w.writer(e, s), w.sampler(e, s), w.expiredReader(e, s)}
 	for i := range w.clients.n {
 		r := e.rand(i + 1)
 		sched := schedule{arrival: arrivalFixed, interval: w.think, offset: time.Duration(r.Int64N(int64(w.think)))}
@@ -224,6 +227,32 @@ func (w *ttlLoad) reader(e *env, s *sessions, r *rand.Rand, sched schedule, wind
 	}
 }
 
+// errExpiredRead is an expired session a Get returned: the store's error,
+// never the workload's.
+var errExpiredRead = errors.New("ttl: a Get returned a session that had expired")
+
+// expiredReader reads, every 10 ms, a session that expired at least a
+// second ago (due more than TTL + 1 s before now): it must be missing, and
+// one it gets is counted as an error of its "expired get" class.
+func (w *ttlLoad) expiredReader(e *env, s *sessions) client {
+	r := e.rand(w.clients.n + 1)
+	return thinkLoop(10*time.Millisecond, func(ctx context.Context) (class, error) {
+		at := time.Since(s.start) - w.ttl - time.Second
+		old := min(int64(at.Seconds()*w.rate), s.n.Load())
+		if old <= 0 {
+			return classExpired, nil // none has expired yet
+		}
+		_, err := e.db.Get(ctx, appendSession(nil, r.Int64N(old)))
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+			return classExpired, nil
+		case err == nil:
+			return classExpired, errExpiredRead
+		}
+		return classExpired, err
+	})
+}
+
 // sampler reads the store's figures every second.
 func (w *ttlLoad) sampler(e *env, s *sessions) client {
 	return func(ctx context.Context, _ *recorder) {
@@ -242,7 +271,7 @@ func (w *ttlLoad) sampler(e *env, s *sessions) client {
 			if db, ok := e.db.(*kv.DB); ok {
 				st := db.Stats()
 				smp.expired, smp.swept, smp.disk, smp.measured = st.Sweep.Expired, st.Sweep.Swept, int64(st.Storage.DiskBytes), true
-				smp.sweeping = st.Sweep.Enabled
+				smp.sweeping, smp.flushes = st.Sweep.Enabled, st.Sweep.Flushes
 				for _, l := range st.Storage.Levels {
 					smp.tables += int64(l.Bytes)
 				}
@@ -313,8 +342,8 @@ func ttlSummary(sched string, smps []ttlSample, perTTL float64, row int64) strin
 	case !last.sweeping:
 		fmt.Fprintf(&b, "ttl %s: the sweeper is off (--no-sweep)\n", sched)
 	case secs > 0:
-		fmt.Fprintf(&b, "ttl %s: the sweeper found %.0f expired keys/s and deleted %.0f/s\n",
-			sched, float64(last.expired)/secs, float64(last.swept)/secs)
+		fmt.Fprintf(&b, "ttl %s: the sweeper found %.0f expired keys/s and deleted %.0f/s, and flushed the memtable %d times\n",
+			sched, float64(last.expired)/secs, float64(last.swept)/secs, last.flushes)
 	}
 	return b.String()
 }

@@ -10,9 +10,9 @@ import (
 )
 
 // TestRun_TTL runs ttl briefly with sessions that expire within the phase:
-// the writer's sets and the readers' Gets report without errors (every
-// session read lives), and the lines under the table say what the
-// sweeper did.
+// the writer's sets, the readers' Gets and the reads of expired sessions
+// report without errors (every session read lives, and no expired one
+// is returned), and the lines under the table say what the sweeper did.
 func TestRun_TTL(t *testing.T) {
 	rep, out := runTiny(t, lookup(t, "ttl"), "--schedulers", "mlfq", "--duration", "2500ms", "--rate", "400", "--ttl", "300ms", "--clients", "2")
 	var classes []string
@@ -21,10 +21,10 @@ func TestRun_TTL(t *testing.T) {
 		assert.Positive(t, r.Ops, "%s %s", r.Workload, r.Class)
 		assert.Zero(t, r.Errors, "%s %s: a live session read as missing?\n%s", r.Workload, r.Class, out)
 	}
-	assert.Equal(t, []string{"ttl get", "ttl update"}, classes)
+	assert.Equal(t, []string{"ttl get", "ttl update", "ttl expired get"}, classes)
 	assert.Regexp(t, `(?m)^ttl mlfq: sessions held \d+ at the end, \S+× rate × TTL \(120\) \(want ≤ 1.1×\): (ok|missed)$`, out)
 	assert.Regexp(t, `(?m)^ttl mlfq: disk against the live sessions: not judged`, out)
-	assert.Regexp(t, `(?m)^ttl mlfq: the sweeper found \d+ expired keys/s and deleted \d+/s$`, out)
+	assert.Regexp(t, `(?m)^ttl mlfq: the sweeper found \d+ expired keys/s and deleted \d+/s, and flushed the memtable \d+ times$`, out)
 }
 
 // ttlSummary's verdicts: held against rate × TTL, the disk against the
