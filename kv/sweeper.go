@@ -52,9 +52,6 @@ type sweeper struct {
 	// marked says expiringMarker exists; markMu orders its creation.
 	marked atomic.Bool
 	markMu sync.Mutex
-	// sweptBytes are the keys and values deleted since the sweeper last
-	// flushed the memtable (maybeFlush).
-	sweptBytes atomic.Int64
 }
 
 // The sweeper's constants: a batch's most keys, the least time between
@@ -86,8 +83,8 @@ type sweepHooks struct {
 
 // sweepCounters are the sweeper's figures (Stats.Sweep).
 type sweepCounters struct {
-	passes, expired, swept, beaten, flushes atomic.Int64
-	lastPass                                atomic.Int64 // Unix nanoseconds of the last pass's end
+	passes, expired, swept, beaten atomic.Int64
+	lastPass                       atomic.Int64 // Unix nanoseconds of the last pass's end
 }
 
 // SweepStats describes the deletion of expired keys in the background.
@@ -103,17 +100,13 @@ type SweepStats struct {
 	Expired int64 `json:"expired"`
 	Swept   int64 `json:"swept"`
 	Beaten  int64 `json:"beaten"`
-	// Flushes counts the memtable flushes the sweeper asked for: when
-	// the keys it deleted amount to half the memtable, so that their
-	// space in the write-ahead log comes back.
-	Flushes int64 `json:"flushes"`
 	// LastPass is when the last sweep ended (zero: none yet).
 	LastPass time.Time `json:"last_pass"`
 }
 
 func (s *sweeper) statsNow() SweepStats {
 	st := SweepStats{Enabled: true, Passes: s.stats.passes.Load(), Expired: s.stats.expired.Load(),
-		Swept: s.stats.swept.Load(), Beaten: s.stats.beaten.Load(), Flushes: s.stats.flushes.Load()}
+		Swept: s.stats.swept.Load(), Beaten: s.stats.beaten.Load()}
 	if t := s.stats.lastPass.Load(); t != 0 {
 		st.LastPass = time.Unix(0, t)
 	}
@@ -226,39 +219,9 @@ func (s *sweeper) run() {
 		if more {
 			valfmt.Note(&s.due, lastEnd+int64(sweepIdle))
 		}
-		s.maybeFlush()
 		if h := s.hooks.passEnded; h != nil {
 			h()
 		}
-	}
-}
-
-// sweepFlushMin is the least swept since the last flush for which the
-// sweeper flushes the memtable.
-const sweepFlushMin = 1 << 20
-
-// maybeFlush flushes the memtable once the keys deleted since the last
-// flush amount to half of it or more. Until a memtable flushes it keeps the
-// values written to it, and the write-ahead log that logged them keeps
-// its space, even when the sweeper has deleted most of them since: a
-// store of sessions with a short TTL would otherwise hold most of a 64
-// MiB memtable's worth of expired sessions in its log (cmd/kvbench's
-// README, "Keys that expire").
-func (s *sweeper) maybeFlush() {
-	swept := s.sweptBytes.Load()
-	if swept < sweepFlushMin {
-		return
-	}
-	if err := s.db.enter(); err != nil {
-		return
-	}
-	defer s.db.mu.RUnlock()
-	if mem := s.db.pdb.Metrics().MemTable.Size; uint64(swept) < mem/2 {
-		return
-	}
-	s.sweptBytes.Store(0)
-	if _, err := s.db.pdb.AsyncFlush(); err == nil {
-		s.stats.flushes.Add(1)
 	}
 }
 
@@ -391,9 +354,6 @@ func (s *sweeper) delete(keys [][]byte) {
 	case len(ops) == 0:
 	case err == nil:
 		s.stats.swept.Add(int64(len(ops)))
-		for _, op := range ops {
-			s.sweptBytes.Add(int64(len(op.Key)) + int64(op.deletedSize))
-		}
 	case errors.Is(err, ErrConflict):
 		s.stats.beaten.Add(int64(len(ops)))
 		valfmt.Note(&s.due, db.now()+int64(sweepEvery)) // look again soon

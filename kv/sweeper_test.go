@@ -221,28 +221,3 @@ func TestSweepGap(t *testing.T) {
 	assert.Equal(t, sweepEvery, sweepGap(time.Millisecond, 1000, 0), "a short pass")
 	assert.Equal(t, sweepEvery, sweepGap(time.Millisecond, 0, 0))
 }
-
-// Once the keys it deleted amount to half the memtable, the sweeper
-// flushes it, so that the write-ahead log that holds them is let go; a
-// pass that deleted little does not.
-func TestSweep_FlushesAMemtableOfMostlyExpiredKeys(t *testing.T) {
-	clock := newFakeClock()
-	db, passes := sweepWatch(t, "", clock, &sweepHooks{})
-	val := make([]byte, 1024)
-	for i := range 10 {
-		require.NoError(t, db.SetWithTTL(keyN(i), val, time.Second))
-	}
-	clock.advance(time.Second)
-	sweepNow(t, db, passes)
-	require.EqualValues(t, 10, db.Stats().Sweep.Swept)
-	assert.Zero(t, db.Stats().Sweep.Flushes, "10 KiB deleted: no flush")
-
-	for i := range 2000 { // 2 MiB, all expiring
-		require.NoError(t, db.SetWithTTL(keyN(100+i), val, time.Second))
-	}
-	clock.advance(time.Second)
-	sweepNow(t, db, passes)
-	st := db.Stats().Sweep
-	require.EqualValues(t, 2010, st.Swept)
-	assert.EqualValues(t, 1, st.Flushes, "2 MiB of a memtable of about that deleted")
-}

@@ -270,8 +270,7 @@ func sweepLine(s *kv.SweepStats) string {
 	if !s.LastPass.IsZero() {
 		last = "last ended " + s.LastPass.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("sweeping\t%d passes (%s); %d keys found expired, %d deleted, %d rewritten first; %d memtable flushes",
-		s.Passes, last, s.Expired, s.Swept, s.Beaten, s.Flushes)
+	return fmt.Sprintf("sweeping\t%d passes (%s); %d keys found expired, %d deleted, %d rewritten first", s.Passes, last, s.Expired, s.Swept, s.Beaten)
 }
 
 func warmLine(w *kv.WarmStats) string {

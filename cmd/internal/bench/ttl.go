@@ -92,7 +92,6 @@ type ttlSample struct {
 	live     int64         // of them, written within the last TTL
 	expired  int64         // keys the sweeper found expired, so far (Stats.Sweep)
 	swept    int64         // keys it deleted, so far
-	flushes  int64         // memtable flushes it asked for, so far
 	disk     int64         // bytes the store uses on disk
 	tables   int64         // of them, its tables' (the rest: its WAL, files not yet deleted)
 	measured bool          // the store's figures (an embedded store's)
@@ -271,7 +270,7 @@ func (w *ttlLoad) sampler(e *env, s *sessions) client {
 			if db, ok := e.db.(*kv.DB); ok {
 				st := db.Stats()
 				smp.expired, smp.swept, smp.disk, smp.measured = st.Sweep.Expired, st.Sweep.Swept, int64(st.Storage.DiskBytes), true
-				smp.sweeping, smp.flushes = st.Sweep.Enabled, st.Sweep.Flushes
+				smp.sweeping = st.Sweep.Enabled
 				for _, l := range st.Storage.Levels {
 					smp.tables += int64(l.Bytes)
 				}
@@ -342,8 +341,8 @@ func ttlSummary(sched string, smps []ttlSample, perTTL float64, row int64) strin
 	case !last.sweeping:
 		fmt.Fprintf(&b, "ttl %s: the sweeper is off (--no-sweep)\n", sched)
 	case secs > 0:
-		fmt.Fprintf(&b, "ttl %s: the sweeper found %.0f expired keys/s and deleted %.0f/s, and flushed the memtable %d times\n",
-			sched, float64(last.expired)/secs, float64(last.swept)/secs, last.flushes)
+		fmt.Fprintf(&b, "ttl %s: the sweeper found %.0f expired keys/s and deleted %.0f/s\n",
+			sched, float64(last.expired)/secs, float64(last.swept)/secs)
 	}
 	return b.String()
 }
