@@ -66,6 +66,10 @@ func (db *DB) Checkpoint(dir string) error {
 	if serr := db.disk.TakeDirSyncErr(); err == nil && serr != nil {
 		err = fmt.Errorf("sync of the checkpoint's directory: %w", serr)
 	}
+	if err == nil && db.sweep != nil && db.sweep.marked.Load() {
+		// The copy has held keys with a TTL too: it sweeps at its Open.
+		err = writeMarker(db.popts.FS, dir)
+	}
 	if err != nil {
 		return fmt.Errorf("kv: checkpoint to %s: %w", dir, err)
 	}

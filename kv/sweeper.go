@@ -142,18 +142,25 @@ func (s *sweeper) mark() error {
 	if s.marked.Load() {
 		return nil
 	}
-	fs := s.db.popts.FS
-	f, err := fs.Create(fs.PathJoin(s.db.dir, expiringMarker), vfs.WriteCategoryUnspecified)
+	if err := writeMarker(s.db.popts.FS, s.db.dir); err != nil {
+		return err
+	}
+	s.marked.Store(true)
+	return nil
+}
+
+// writeMarker creates expiringMarker in dir, durably.
+func writeMarker(fs vfs.FS, dir string) error {
+	f, err := fs.Create(fs.PathJoin(dir, expiringMarker), vfs.WriteCategoryUnspecified)
 	if err == nil {
 		err = errors.Join(f.Sync(), f.Close())
 	}
 	if err == nil {
-		err = syncDir(fs, s.db.dir)
+		err = syncDir(fs, dir)
 	}
 	if err != nil {
 		return fmt.Errorf("record that keys expire: %w", err)
 	}
-	s.marked.Store(true)
 	return nil
 }
 

@@ -221,3 +221,19 @@ func TestSweepGap(t *testing.T) {
 	assert.Equal(t, sweepEvery, sweepGap(time.Millisecond, 1000, 0), "a short pass")
 	assert.Equal(t, sweepEvery, sweepGap(time.Millisecond, 0, 0))
 }
+
+// A checkpoint of a store that has held keys with a TTL sweeps the expired
+// ones at its Open, as the store would.
+func TestSweep_CheckpointSweepsAtOpen(t *testing.T) {
+	clock := newFakeClock()
+	db := openTest(t, t.TempDir(), &Options{Clock: clock.now})
+	for i := range 50 {
+		require.NoError(t, db.SetWithTTL(keyN(i), []byte("v"), time.Minute))
+	}
+	dir := t.TempDir() + "/copy"
+	require.NoError(t, db.Checkpoint(dir))
+	clock.advance(time.Minute)
+	cp, passes := sweepWatch(t, dir, clock, &sweepHooks{})
+	waitPass(t, passes)
+	assert.EqualValues(t, 50, cp.Stats().Sweep.Swept)
+}
