@@ -44,11 +44,13 @@ func (f aheadFuture) Wait() (int64, int64, error) {
 }
 
 // openMockClock is openMock on a cluster whose clock the returned function
-// moves on; the caller closes the store.
+// moves on; the caller closes the store. It runs no sweeper: a sweep's
+// transaction across a jump of the clock finds its own locks expired, and
+// sweeping has tests of its own (sweep_test.go).
 func openMockClock(t *testing.T) (*Store, kvtest.Advance) {
 	t.Helper()
 	kvs, advance := mockKVStoreClock(t)
-	s, err := New(kvs, nil)
+	s, err := New(kvs, &Options{SweepInterval: -1})
 	require.NoError(t, err)
 	return s, advance
 }

@@ -33,10 +33,13 @@ import (
 // at Close.
 
 // sweepBatch is the most expired keys one transaction deletes; sweepScan
-// the most keys one batch's scan reads.
+// the most keys one batch's scan reads; sweepIdle how long the holder goes
+// without a sweep while neither its last sweep saw a key with a TTL nor
+// this client wrote one (another client may have: the sweep comes then).
 const (
 	sweepBatch = 256
 	sweepScan  = 4096
+	sweepIdle  = 10 * time.Minute
 )
 
 // sweeper is a store's sweeping goroutine and its figures.
@@ -45,14 +48,21 @@ type sweeper struct {
 	id   []byte // the lease holder's id: the store's service id
 	stop chan struct{}
 	done chan struct{}
+	kick chan struct{} // capacity 1: a test's "try now", beside the ticker
 
 	passes, expired, swept, beaten atomic.Int64
 	lastPass                       atomic.Int64 // Unix nanoseconds
 	tries                          atomic.Int64 // times it asked for the lease
+	rounds                         atomic.Int64 // tries ended, sweep included
+	// sawTTL says the last sweep read a value with a TTL; wrote, that
+	// this store wrote one since the last sweep began. With neither, the
+	// holder sweeps only every sweepIdle: a prefix without TTLs costs a
+	// scan per sweepIdle, not per SweepInterval.
+	sawTTL, wrote atomic.Bool
 }
 
 func newSweeper(s *Store) *sweeper {
-	w := &sweeper{s: s, id: []byte(s.serviceID), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &sweeper{s: s, id: []byte(s.serviceID), stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	go w.run()
 	return w
 }
@@ -60,6 +70,13 @@ func newSweeper(s *Store) *sweeper {
 func (w *sweeper) close() {
 	close(w.stop)
 	<-w.done
+}
+
+// wroteTTL tells the sweeper this store wrote a key with a TTL.
+func (s *Store) wroteTTL() {
+	if s.sweep != nil {
+		s.sweep.wrote.Store(true)
+	}
 }
 
 // SweepStats describes this store's sweeping of expired keys: Enabled
@@ -86,22 +103,36 @@ func (w *sweeper) run() {
 		case <-w.stop:
 			return
 		case <-t.C:
+		case <-w.kick:
 		}
-		ctx := w.s.closingCtx // Close ends every call
-		held, err := w.takeLease(ctx)
-		w.tries.Add(1)
-		if err != nil || !held {
-			if err != nil && ctx.Err() == nil {
-				w.s.opts.Logger.Debug("tikv: sweep lease", slog.Any("err", err))
-			}
-			continue
-		}
-		if err := w.pass(ctx); err != nil && ctx.Err() == nil {
-			w.s.opts.Logger.Warn("tikv: sweep", slog.Any("err", err))
-		}
-		w.passes.Add(1)
-		w.lastPass.Store(time.Now().UnixNano())
+		w.round()
+		w.rounds.Add(1)
 	}
+}
+
+// round is one try of the sweeper: take or renew the lease and, holding
+// it, sweep if a sweep is due.
+func (w *sweeper) round() {
+	ctx := w.s.closingCtx // Close ends every call
+	held, err := w.takeLease(ctx)
+	w.tries.Add(1)
+	if err != nil || !held {
+		if err != nil && ctx.Err() == nil {
+			w.s.opts.Logger.Debug("tikv: sweep lease", slog.Any("err", err))
+		}
+		return
+	}
+	last := time.Unix(0, w.lastPass.Load())
+	if !w.wrote.Swap(false) && !w.sawTTL.Load() && w.lastPass.Load() != 0 && time.Since(last) < sweepIdle {
+		return // the lease renewed; nothing known to expire
+	}
+	saw, err := w.pass(ctx)
+	if err != nil && ctx.Err() == nil {
+		w.s.opts.Logger.Warn("tikv: sweep", slog.Any("err", err))
+	}
+	w.sawTTL.Store(saw || err != nil)
+	w.passes.Add(1)
+	w.lastPass.Store(time.Now().UnixNano())
 }
 
 // takeLease takes or renews the sweep lease, unless another store holds it
@@ -159,41 +190,43 @@ func (w *sweeper) commit(ctx context.Context, kt *transaction.KVTxn) error {
 	return w.s.commitTxn(ctx, kt, rq)
 }
 
-// pass sweeps the prefix once, a batch at a time.
-func (w *sweeper) pass(ctx context.Context) error {
+// pass sweeps the prefix once, a batch at a time; it reports whether it
+// read a value with a TTL.
+func (w *sweeper) pass(ctx context.Context) (saw bool, err error) {
 	var from []byte // a store key; nil: the prefix's first
 	for {
 		select {
 		case <-w.stop:
-			return nil
+			return saw, nil
 		default:
 		}
-		keys, next, err := w.find(ctx, from)
+		keys, next, sawTTL, err := w.find(ctx, from)
 		if err != nil {
-			return err
+			return saw, err
 		}
+		saw = saw || sawTTL
 		if len(keys) > 0 {
 			w.delete(ctx, keys)
 		}
 		if next == nil {
-			return nil
+			return saw, nil
 		}
 		from = next
 	}
 }
 
 // find scans from from at a fresh timestamp for up to sweepBatch expired
-// keys among sweepScan; it returns them (store keys) and where the next
-// batch starts (nil: at the end).
-func (w *sweeper) find(ctx context.Context, from []byte) (keys [][]byte, next []byte, err error) {
+// keys among sweepScan; it returns them (store keys), where the next batch
+// starts (nil: at the end), and whether it read a value with a TTL.
+func (w *sweeper) find(ctx context.Context, from []byte) (keys [][]byte, next []byte, sawTTL bool, err error) {
 	s := w.s
 	if err := s.enter(); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	defer s.leave()
 	ts, err := s.now(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	lo, hi := s.ks.bounds(nil, nil)
 	if from != nil {
@@ -202,24 +235,27 @@ func (w *sweeper) find(ctx context.Context, from []byte) (keys [][]byte, next []
 	snap := s.kvs.GetSnapshot(ts)
 	it, err := snap.Iter(lo, hi)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	defer it.Close()
 	now := tsNanos(ts)
 	for n := 0; it.Valid(); n++ {
 		if len(keys) >= sweepBatch || n >= sweepScan {
-			return keys, bytes.Clone(it.Key()), nil
+			return keys, bytes.Clone(it.Key()), sawTTL, nil
 		}
 		if !bytes.Equal(it.Key(), s.ks.prefix) { // not the lease
-			if _, exp, derr := decodeValue(it.Key(), it.Value()); derr == nil && valfmt.Expired(exp, now) {
-				keys = append(keys, bytes.Clone(it.Key()))
+			if _, exp, derr := decodeValue(it.Key(), it.Value()); derr == nil && exp != 0 {
+				sawTTL = true
+				if valfmt.Expired(exp, now) {
+					keys = append(keys, bytes.Clone(it.Key()))
+				}
 			}
 		}
 		if err := it.Next(); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
-	return keys, nil, nil
+	return keys, nil, sawTTL, nil
 }
 
 // delete deletes keys (store keys) found expired, in a transaction begun

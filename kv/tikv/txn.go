@@ -199,6 +199,7 @@ func (t *txn) Set(key, value []byte) error {
 // its keys a second less.
 func (t *txn) SetWithTTL(key, value []byte, ttl time.Duration) error {
 	exp := tsNanos(t.kt.StartTS()) + int64(ttl)
+	t.s.wroteTTL()
 	return t.buffer(key, len(value), func(k []byte) error { return t.kt.Set(k, encodeValue(value, exp)) })
 }
 

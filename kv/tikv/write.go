@@ -120,6 +120,7 @@ func (s *Store) writeOnce(ctx context.Context, rq request, ops []kv.BatchOp) (er
 			var exp int64 // a TTL counts from the write's start timestamp, the cluster's time
 			if op.TTL > 0 {
 				exp = tsNanos(txn.StartTS()) + int64(op.TTL)
+				s.wroteTTL()
 			}
 			err = txn.Set(s.ks.key(op.Key), encodeValue(op.Value, exp))
 		case kv.OpDelete:
