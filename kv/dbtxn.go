@@ -230,14 +230,11 @@ func (t *dbTxn) ExpiresAt(ctx context.Context, key []byte) (time.Time, error) {
 		}
 		return time.Time{}, nil
 	}
-	exp, err := t.db.getExpiry(ctx, &t.view, key)
+	at, err := t.db.expiresAt(ctx, &t.view, key)
 	if err == nil || err == ErrNotFound {
 		t.reads.addKey(key)
 	}
-	if err != nil || exp == 0 {
-		return time.Time{}, err
-	}
-	return time.Unix(0, exp), nil
+	return at, err
 }
 
 // buffer keeps w as the write of key, within MaxTxnBytes.

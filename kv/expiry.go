@@ -128,8 +128,9 @@ func (db *DB) expiresAt(ctx context.Context, v view, key []byte) (time.Time, err
 	return time.Unix(0, exp), nil
 }
 
-// stored is a value as Pebble holds it, made from val and its expiry for
-// the store's format: tagged, or val itself in a store of raw values.
+// encode writes into dst (storedLen bytes) val as Pebble holds it in the
+// store's format: tagged with its expiry, or val itself in a store of raw
+// values.
 func (db *DB) encode(dst, val []byte, exp int64) {
 	if db.tagged {
 		valfmt.Put(dst, val, exp)

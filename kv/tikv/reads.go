@@ -120,6 +120,23 @@ func (r reader) getter(ctx context.Context, ts uint64) (pointGetter, error) {
 	return r.txn, nil
 }
 
+// row is what a scan at ts returns of the pair k (a user key), stored: its
+// value (nil with keysOnly), or ok false for a pair that is no row — the
+// sweep lease (the empty key, sweep.go) or a value expired at ts.
+func (r reader) row(k, stored []byte, ts uint64, keysOnly bool) (v []byte, ok bool, err error) {
+	if len(k) == 0 {
+		return nil, false, nil
+	}
+	v, exp, err := decodeValue(k, stored)
+	if err != nil || !r.live(exp, ts) {
+		return nil, false, err
+	}
+	if keysOnly {
+		v = nil
+	}
+	return v, true, nil
+}
+
 // Get reads one key. The caller owns the result.
 func (r reader) Get(ctx context.Context, key []byte) ([]byte, error) {
 	v, _, err := r.getExpiry(ctx, key)

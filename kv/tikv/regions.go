@@ -113,18 +113,12 @@ func (w *regionRows) row() ([]byte, []byte, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(k) == 0 {
-			continue // the sweep lease (sweep.go), not a key of the caller's
-		}
-		v, exp, err := decodeValue(k, p.value)
+		v, ok, err := w.r.row(k, p.value, w.r.ts, w.keysOnly)
 		if err != nil {
 			return nil, nil, err
 		}
-		if !w.r.live(exp, w.r.ts) {
-			continue // expired at the read's timestamp: not a row
-		}
-		if w.keysOnly {
-			v = nil
+		if !ok {
+			continue
 		}
 		w.seen++
 		return k, v, nil

@@ -92,18 +92,12 @@ func (w *rows) Next() ([]byte, []byte, error) {
 		if err != nil {
 			return w.fail(err)
 		}
-		if len(k) == 0 {
-			continue // the sweep lease (sweep.go), not a key of the caller's
-		}
-		v, exp, err := decodeValue(k, w.it.Value())
+		v, ok, err := w.r.row(k, w.it.Value(), w.ts, w.keysOnly)
 		if err != nil {
 			return w.fail(err)
 		}
-		if !w.r.live(exp, w.ts) {
-			continue // expired at the scan's timestamp: not a row
-		}
-		if w.keysOnly {
-			v = nil
+		if !ok {
+			continue
 		}
 		w.seen++
 		return k, v, nil
