@@ -56,13 +56,17 @@ type RowCacheStats struct {
 
 // StorageStats is a short summary of Pebble's state.
 type StorageStats struct {
-	Levels            []LevelStats `json:"levels"`
-	DiskBytes         uint64       `json:"disk_bytes"`
-	MemtableBytes     uint64       `json:"memtable_bytes"`
-	BlockCacheBytes   int64        `json:"block_cache_bytes"`
-	BlockCacheHits    int64        `json:"block_cache_hits"`
-	BlockCacheMisses  int64        `json:"block_cache_misses"`
-	BlockCacheHitRate float64      `json:"block_cache_hit_rate"`
+	Levels    []LevelStats `json:"levels"`
+	DiskBytes uint64       `json:"disk_bytes"`
+	// WALDiskBytes is what DiskBytes holds of write-ahead logs: the live
+	// ones, and the obsolete ones Pebble keeps to reuse (a reused log keeps
+	// its file's size, however little of it is written).
+	WALDiskBytes      uint64  `json:"wal_disk_bytes"`
+	MemtableBytes     uint64  `json:"memtable_bytes"`
+	BlockCacheBytes   int64   `json:"block_cache_bytes"`
+	BlockCacheHits    int64   `json:"block_cache_hits"`
+	BlockCacheMisses  int64   `json:"block_cache_misses"`
+	BlockCacheHitRate float64 `json:"block_cache_hit_rate"`
 	// BlockCacheCapacity is the block cache's size in force, in bytes
 	// (Options.CacheSize), memtables included: Pebble reserves them in it.
 	BlockCacheCapacity int64 `json:"block_cache_capacity"`
@@ -137,6 +141,7 @@ func (db *DB) Stats() Stats {
 		s.Storage.Levels = append(s.Storage.Levels, LevelStats{Level: i, Tables: l.TablesCount, Bytes: l.TablesSize})
 	}
 	s.Storage.DiskBytes = m.DiskSpaceUsage()
+	s.Storage.WALDiskBytes = m.WAL.PhysicalSize + m.WAL.ObsoletePhysicalSize
 	s.Storage.MemtableBytes = m.MemTable.Size
 	s.Storage.BlockCacheBytes = m.BlockCache.Size
 	s.Storage.BlockCacheHits = m.BlockCache.Hits

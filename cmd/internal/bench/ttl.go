@@ -93,7 +93,8 @@ type ttlSample struct {
 	expired  int64         // keys the sweeper found expired, so far (Stats.Sweep)
 	swept    int64         // keys it deleted, so far
 	disk     int64         // bytes the store uses on disk
-	tables   int64         // of them, its tables' (the rest: its WAL, files not yet deleted)
+	tables   int64         // of them, its tables'
+	wal      int64         // of them, its write-ahead logs', live and kept for reuse
 	measured bool          // the store's figures (an embedded store's)
 	sweeping bool          // its sweeper runs (not --no-sweep)
 }
@@ -270,7 +271,7 @@ func (w *ttlLoad) sampler(e *env, s *sessions) client {
 			if db, ok := e.db.(*kv.DB); ok {
 				st := db.Stats()
 				smp.expired, smp.swept, smp.disk, smp.measured = st.Sweep.Expired, st.Sweep.Swept, int64(st.Storage.DiskBytes), true
-				smp.sweeping = st.Sweep.Enabled
+				smp.sweeping, smp.wal = st.Sweep.Enabled, int64(st.Storage.WALDiskBytes)
 				for _, l := range st.Storage.Levels {
 					smp.tables += int64(l.Bytes)
 				}
@@ -317,8 +318,8 @@ func ttlSummary(sched string, smps []ttlSample, perTTL float64, row int64) strin
 		if (i+1)%10 != 0 && i != len(smps)-1 {
 			continue
 		}
-		fmt.Fprintf(&b, "  %3.0fs  written %d, live %d, held %d, expired found %d, deleted %d, disk %s (tables %s)\n",
-			s.at.Seconds(), s.written, s.live, s.written-s.swept, s.expired, s.swept, mib(s.disk), mib(s.tables))
+		fmt.Fprintf(&b, "  %3.0fs  written %d, live %d, held %d, expired found %d, deleted %d, disk %s (tables %s, WAL %s)\n",
+			s.at.Seconds(), s.written, s.live, s.written-s.swept, s.expired, s.swept, mib(s.disk), mib(s.tables), mib(s.wal))
 	}
 	held := float64(last.written - last.swept)
 	fmt.Fprintf(&b, "ttl %s: sessions held %.0f at the end, %.2f× rate × TTL (%.0f) (want ≤ %.1f×): %s\n",

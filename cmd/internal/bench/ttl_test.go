@@ -37,7 +37,7 @@ func TestTTLSummary(t *testing.T) {
 	out := ttlSummary("mlfq", smps, 100, 100)
 	assert.Contains(t, out, "ttl mlfq: sessions held 110 at the end, 1.10× rate × TTL (100) (want ≤ 1.1×): ok\n")
 	assert.Contains(t, out, "ttl mlfq: disk after the first minute at most 3.00× the live sessions' bytes (want ≤ 2×): missed\n")
-	assert.Contains(t, out, "expired found 505, deleted 500, disk 0.0 MiB (tables 0.0 MiB)\n")
+	assert.Contains(t, out, "expired found 505, deleted 500, disk 0.0 MiB (tables 0.0 MiB, WAL 0.0 MiB)\n")
 	smps[1].swept = 400
 	assert.Contains(t, ttlSummary("mlfq", smps, 100, 100), "sessions held 210 at the end, 2.10× rate × TTL (100) (want ≤ 1.1×): missed")
 	require.True(t, strings.HasPrefix(ttlSummary("tikv", []ttlSample{{}}, 100, 100), "\nttl tikv: the store has no sweeper figures"))

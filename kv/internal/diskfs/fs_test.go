@@ -28,6 +28,9 @@ type fault struct {
 type faultFS struct {
 	vfs.FS
 	faults map[string][]fault
+	// reserved are the files' Preallocate calls that went through: offset
+	// and length.
+	reserved [][2]int64
 }
 
 func (fs *faultFS) take(op string) fault {
@@ -147,6 +150,7 @@ func (f *faultFile) Preallocate(off, n int64) error {
 	if ft := f.fs.take("preallocate"); ft.err != nil {
 		return ft.err
 	}
+	f.fs.reserved = append(f.fs.reserved, [2]int64{off, n})
 	return f.File.Preallocate(off, n)
 }
 
@@ -363,6 +367,48 @@ func TestFS_Operations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFS_WALReservesAChunkAhead: Pebble asks for a WAL's space (110% of a
+// memtable) at its first write; the FS reserves it a WALChunk past the
+// writes as they reach it, never past what Pebble asked for. A table's
+// reservation goes through as asked.
+func TestFS_WALReservesAChunkAhead(t *testing.T) {
+	mem := vfs.NewMem()
+	require.NoError(t, mem.MkdirAll("db", 0o755))
+	disk := &faultFS{FS: mem, faults: map[string][]fault{}}
+	h, _, _ := newTestHealth()
+	fs := New(disk, "db/", h)
+	quarter := make([]byte, WALChunk/4)
+
+	f, err := fs.Create(wal, vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	require.NoError(t, f.Preallocate(0, 70<<20))
+	assert.Equal(t, [][2]int64{{0, WALChunk}}, disk.reserved, "a chunk, not 70 MiB")
+	for range 2 {
+		_, err = f.Write(quarter)
+		require.NoError(t, err)
+	}
+	assert.Len(t, disk.reserved, 1, "half a chunk written: the rest is still ahead")
+	_, err = f.Write(quarter)
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{WALChunk, WALChunk * 3 / 4}, disk.reserved[1], "a chunk past the writes")
+
+	disk.reserved = nil
+	g, err := fs.Create("db/000003.log", vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	require.NoError(t, g.Preallocate(0, WALChunk+100))
+	for range 8 {
+		_, err = g.Write(quarter)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, [][2]int64{{0, WALChunk}, {WALChunk, 100}}, disk.reserved, "never past what Pebble asked for")
+
+	disk.reserved = nil
+	tf, err := fs.Create(table, vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	require.NoError(t, tf.Preallocate(0, 70<<20))
+	assert.Equal(t, [][2]int64{{0, 70 << 20}}, disk.reserved, "a table's, as asked")
 }
 
 // createWrite creates name through the FS and writes s to it.
