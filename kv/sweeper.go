@@ -42,6 +42,7 @@ import (
 type sweeper struct {
 	db   *DB
 	kick chan struct{} // capacity 1: a pass may be due sooner
+	trim chan struct{} // capacity 1: the write-ahead log has grown (trimWAL)
 	stop chan struct{} // closed by close
 	done chan struct{} // closed when the goroutine has ended
 	// due is when the next pass should start, as Unix nanoseconds
@@ -49,6 +50,12 @@ type sweeper struct {
 	due   atomic.Int64
 	stats sweepCounters
 	hooks *sweepHooks
+	// flush is closed when the last flush trimWAL began is done (nil:
+	// none yet). The sweeper's goroutine alone uses it.
+	flush <-chan struct{}
+	// logged counts the bytes written with a TTL since the last look at
+	// the write-ahead log's budget.
+	logged atomic.Int64
 	// marked says expiringMarker exists; markMu orders its creation.
 	marked atomic.Bool
 	markMu sync.Mutex
@@ -79,12 +86,14 @@ type sweepHooks struct {
 	// beforeLook is called by a batch's search before each look at the
 	// pool, with the keys it has read.
 	beforeLook func(read int)
+	// flushed is called when trimWAL has begun a flush.
+	flushed func()
 }
 
 // sweepCounters are the sweeper's figures (Stats.Sweep).
 type sweepCounters struct {
-	passes, expired, swept, beaten atomic.Int64
-	lastPass                       atomic.Int64 // Unix nanoseconds of the last pass's end
+	passes, expired, swept, beaten, flushes atomic.Int64
+	lastPass                                atomic.Int64 // Unix nanoseconds of the last pass's end
 }
 
 // SweepStats describes the deletion of expired keys in the background.
@@ -100,13 +109,17 @@ type SweepStats struct {
 	Expired int64 `json:"expired"`
 	Swept   int64 `json:"swept"`
 	Beaten  int64 `json:"beaten"`
+	// Flushes counts the memtable flushes the sweeper asked for, so that
+	// the write-ahead log of values since swept lets its space go: once
+	// the log outgrows a share of the tables' bytes (walbudget.go).
+	Flushes int64 `json:"flushes"`
 	// LastPass is when the last sweep ended (zero: none yet).
 	LastPass time.Time `json:"last_pass"`
 }
 
 func (s *sweeper) statsNow() SweepStats {
 	st := SweepStats{Enabled: true, Passes: s.stats.passes.Load(), Expired: s.stats.expired.Load(),
-		Swept: s.stats.swept.Load(), Beaten: s.stats.beaten.Load()}
+		Swept: s.stats.swept.Load(), Beaten: s.stats.beaten.Load(), Flushes: s.stats.flushes.Load()}
 	if t := s.stats.lastPass.Load(); t != 0 {
 		st.LastPass = time.Unix(0, t)
 	}
@@ -116,7 +129,7 @@ func (s *sweeper) statsNow() SweepStats {
 // newSweeper starts the sweeper of db, with a pass due now if the store
 // has held keys with a TTL.
 func newSweeper(db *DB, hooks *sweepHooks) *sweeper {
-	s := &sweeper{db: db, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), hooks: hooks}
+	s := &sweeper{db: db, kick: make(chan struct{}, 1), trim: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), hooks: hooks}
 	if s.hooks == nil {
 		s.hooks = &sweepHooks{}
 	}
@@ -173,12 +186,20 @@ func syncDir(fs vfs.FS, dir string) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
-// wrote tells the sweeper a key expires at exp (a write's).
-func (s *sweeper) wrote(exp int64) {
+// wrote tells the sweeper a write of logged bytes has a key that expires
+// at exp.
+func (s *sweeper) wrote(exp int64, logged int) {
 	if exp < s.due.Load() {
 		valfmt.Note(&s.due, exp)
 		select {
 		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	if s.logged.Add(int64(logged)) >= trimEvery {
+		s.logged.Store(0)
+		select {
+		case s.trim <- struct{}{}:
 		default:
 		}
 	}
@@ -210,6 +231,10 @@ func (s *sweeper) run() {
 				return
 			case <-s.kick:
 				timer.Stop() // since Go 1.23 no stale tick is left to drain
+				continue
+			case <-s.trim:
+				timer.Stop()
+				s.trimWAL()
 				continue
 			case <-timer.C:
 				continue // look again: the due time may have moved
@@ -267,7 +292,9 @@ func (s *sweeper) pass() (next int64, more bool, read, found int) {
 			next = b.next
 		}
 		if len(b.keys) > 0 {
-			s.delete(b.keys)
+			if s.delete(b.keys) > 0 {
+				s.trimWAL()
+			}
 			// At most sweepRate keys a second.
 			pause := time.Duration(len(b.keys)) * time.Second / sweepRate
 			select {
@@ -280,6 +307,18 @@ func (s *sweeper) pass() (next int64, more bool, read, found int) {
 			return next, more, read, found
 		}
 		from = b.from
+	}
+}
+
+// trimWAL flushes the memtable when the write-ahead log outgrows its
+// budget (walbudget.go).
+func (s *sweeper) trimWAL() {
+	if f := s.db.trimWAL(s.flush); f != nil && f != s.flush {
+		s.flush = f
+		s.stats.flushes.Add(1)
+		if h := s.hooks.flushed; h != nil {
+			h()
+		}
 	}
 }
 
@@ -319,14 +358,14 @@ func (s *sweeper) find(from []byte) (*sweepFound, error) {
 
 // delete deletes keys, found expired, in a transaction begun now that reads
 // each again and deletes it if it is still expired, unless a write reaches
-// it before the commit.
-func (s *sweeper) delete(keys [][]byte) {
+// it before the commit. It returns how many it deleted.
+func (s *sweeper) delete(keys [][]byte) int {
 	if h := s.hooks.beforeDelete; h != nil {
 		h(keys)
 	}
 	db := s.db
 	if err := db.enter(); err != nil {
-		return
+		return 0
 	}
 	start := db.oracle.begin()
 	snap := db.trackSnapshot(db.pdb.NewSnapshot()) // after the start: see oracle.begin
@@ -361,10 +400,12 @@ func (s *sweeper) delete(keys [][]byte) {
 	case len(ops) == 0:
 	case err == nil:
 		s.stats.swept.Add(int64(len(ops)))
+		return len(ops)
 	case errors.Is(err, ErrConflict):
 		s.stats.beaten.Add(int64(len(ops)))
 		valfmt.Note(&s.due, db.now()+int64(sweepEvery)) // look again soon
 	}
+	return 0
 }
 
 // sweepTask is one batch's search, as a read-pool task.

@@ -249,13 +249,14 @@ func (db *DB) applyOps(ops []BatchOp, tx *txnCheck) error {
 		db.afterWrite(op.Key, op.Value, expAt(exps, i), op.Kind == OpDelete, gen)
 	}
 	if exps != nil && db.sweep != nil {
-		first := int64(math.MaxInt64)
-		for _, e := range exps {
+		first, logged := int64(math.MaxInt64), 0
+		for i, e := range exps {
 			if e != 0 {
 				first = min(first, e)
 			}
+			logged += len(ops[i].Key) + len(ops[i].Value)
 		}
-		db.sweep.wrote(first)
+		db.sweep.wrote(first, logged)
 	}
 	return nil
 }

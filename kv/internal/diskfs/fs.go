@@ -157,7 +157,7 @@ type file struct {
 // blocks that its files' sizes do not show (cmd/kvbench's README, "Keys
 // that expire"). A chunk keeps the reservation's point, that a synced
 // append rarely allocates, at the cost of one fallocate per chunk.
-const WALChunk = 1 << 20
+const WALChunk = 256 << 10
 
 func (f *file) Write(p []byte) (int, error) {
 	n, err := f.write(p)
