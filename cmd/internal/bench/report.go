@@ -72,6 +72,9 @@ type Result struct {
 	// transactions committed and OpsPerSec the commits per second: its
 	// fields then join the others in the JSON.
 	*Txns
+	// Expiry is set for the Gets of kvbench ttl on the embedded store:
+	// the sessions and the disk as its sampler saw them.
+	*Expiry
 
 	firstErr error // shown under the table; not part of the JSON
 }
@@ -121,6 +124,34 @@ type Txns struct {
 	// Failures are the transactions that ended in a conflict — kv.Update
 	// gave up after its attempts — counted neither in Ops nor in Errors.
 	Failures int64 `json:"failures"`
+}
+
+// Expiry is kvbench ttl's figures for a store of sessions with a TTL,
+// sampled every second of the measured phase (ttl.go). It is exported only
+// so that encoding/json fills it when it reads a report back.
+type Expiry struct {
+	// Sessions: written in the phase; live, written within the last TTL
+	// at the end; held, written less those the sweeper deleted, at the
+	// end, and as a multiple of RateTTL, rate × TTL (the sessions a store
+	// holds at the steady rate).
+	RateTTL    float64 `json:"rate_x_ttl"`
+	Written    int64   `json:"written"`
+	Live       int64   `json:"live"`
+	Held       int64   `json:"held"`
+	HeldFactor float64 `json:"held_factor"`
+	// ExpiredPerSec and SweptPerSec are the keys the sweeper found
+	// expired and deleted per second of the phase (0 with --no-sweep).
+	ExpiredPerSec float64 `json:"expired_per_sec"`
+	SweptPerSec   float64 `json:"swept_per_sec"`
+	Sweeping      bool    `json:"sweeping"`
+	// The disk at the end (Stats.Storage.DiskBytes), its tables' and
+	// write-ahead logs' part, and DiskFactor: the most disk after the
+	// first minute as a multiple of the live sessions' bytes (0: the phase
+	// was shorter).
+	DiskBytes    int64   `json:"disk_bytes"`
+	TableBytes   int64   `json:"table_bytes"`
+	WALDiskBytes int64   `json:"wal_disk_bytes"`
+	DiskFactor   float64 `json:"disk_factor"`
 }
 
 func newResult(workload, scheduler string, c class, group string, s summary) Result {

@@ -283,18 +283,21 @@ func (w *ttlLoad) sampler(e *env, s *sessions) client {
 	}
 }
 
-// Summarize writes, per scheduler, the verdicts and a line every 10 s.
+// Summarize writes, per scheduler, the verdicts and a line every 10 s, and
+// gives the Gets' result their Expiry figures for the JSON.
 func (w *ttlLoad) Summarize(out io.Writer, rep *Report) error {
 	var b strings.Builder
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	perTTL := w.rate * w.ttl.Seconds()
-	for _, r := range rep.Results {
+	for i := range rep.Results {
+		r := &rep.Results[i]
 		smps := w.samples[r.Scheduler]
 		if r.Workload != w.name || r.Class != classGet.String() || len(smps) == 0 {
 			continue
 		}
-		b.WriteString(ttlSummary(r.Scheduler, smps, perTTL, int64(ttlKeyLen+w.valSize)))
+		r.Expiry = ttlFigures(smps, perTTL, int64(ttlKeyLen+w.valSize))
+		b.WriteString(ttlSummary(r.Scheduler, smps, r.Expiry))
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
@@ -303,15 +306,36 @@ func (w *ttlLoad) Summarize(out io.Writer, rep *Report) error {
 // ttlKeyLen is a session key's length.
 const ttlKeyLen = len(ttlPrefix) + ttlDigits
 
-// ttlSummary is the lines of one scheduler's samples: perTTL sessions live
-// at the steady rate, each of row bytes.
-func ttlSummary(sched string, smps []ttlSample, perTTL float64, row int64) string {
-	var b strings.Builder
+// ttlFigures sums up one scheduler's samples, perTTL sessions live at the
+// steady rate, each of row bytes; nil when the store had no figures (not
+// the embedded store).
+func ttlFigures(smps []ttlSample, perTTL float64, row int64) *Expiry {
 	last := smps[len(smps)-1]
 	if !last.measured {
+		return nil
+	}
+	x := &Expiry{RateTTL: perTTL, Written: last.written, Live: last.live, Held: last.written - last.swept, Sweeping: last.sweeping,
+		DiskBytes: last.disk, TableBytes: last.tables, WALDiskBytes: last.wal}
+	x.HeldFactor = float64(x.Held) / perTTL
+	if secs := last.at.Seconds(); secs > 0 && last.sweeping {
+		x.ExpiredPerSec, x.SweptPerSec = float64(last.expired)/secs, float64(last.swept)/secs
+	}
+	for _, s := range smps {
+		if s.at >= ttlDiskAfter && s.live > 0 {
+			x.DiskFactor = max(x.DiskFactor, float64(s.disk)/float64(s.live*row))
+		}
+	}
+	return x
+}
+
+// ttlSummary is the lines of one scheduler's samples, and x their figures.
+func ttlSummary(sched string, smps []ttlSample, x *Expiry) string {
+	var b strings.Builder
+	if x == nil {
 		fmt.Fprintf(&b, "\nttl %s: the store has no sweeper figures (not the embedded store)\n", sched)
 		return b.String()
 	}
+	last := smps[len(smps)-1]
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "ttl %s: at %s:\n", sched, last.at.Round(time.Second))
 	for i, s := range smps {
@@ -321,29 +345,18 @@ func ttlSummary(sched string, smps []ttlSample, perTTL float64, row int64) strin
 		fmt.Fprintf(&b, "  %3.0fs  written %d, live %d, held %d, expired found %d, deleted %d, disk %s (tables %s, WAL %s)\n",
 			s.at.Seconds(), s.written, s.live, s.written-s.swept, s.expired, s.swept, mib(s.disk), mib(s.tables), mib(s.wal))
 	}
-	held := float64(last.written - last.swept)
-	fmt.Fprintf(&b, "ttl %s: sessions held %.0f at the end, %.2f× rate × TTL (%.0f) (want ≤ %.1f×): %s\n",
-		sched, held, held/perTTL, perTTL, ttlHeldFactor, verdict(held <= ttlHeldFactor*perTTL))
-	worst, n := 0.0, 0
-	for _, s := range smps {
-		if s.at < ttlDiskAfter || s.live == 0 {
-			continue
-		}
-		worst = max(worst, float64(s.disk)/float64(s.live*row))
-		n++
-	}
-	if n == 0 {
+	fmt.Fprintf(&b, "ttl %s: sessions held %d at the end, %.2f× rate × TTL (%.0f) (want ≤ %.1f×): %s\n",
+		sched, x.Held, x.HeldFactor, x.RateTTL, ttlHeldFactor, verdict(x.HeldFactor <= ttlHeldFactor))
+	if x.DiskFactor == 0 {
 		fmt.Fprintf(&b, "ttl %s: disk against the live sessions: not judged (the phase was under %s)\n", sched, ttlDiskAfter)
 	} else {
 		fmt.Fprintf(&b, "ttl %s: disk after the first minute at most %.2f× the live sessions' bytes (want ≤ %.0f×): %s\n",
-			sched, worst, ttlDiskFactor, verdict(worst <= ttlDiskFactor))
+			sched, x.DiskFactor, ttlDiskFactor, verdict(x.DiskFactor <= ttlDiskFactor))
 	}
-	switch secs := last.at.Seconds(); {
-	case !last.sweeping:
+	if !x.Sweeping {
 		fmt.Fprintf(&b, "ttl %s: the sweeper is off (--no-sweep)\n", sched)
-	case secs > 0:
-		fmt.Fprintf(&b, "ttl %s: the sweeper found %.0f expired keys/s and deleted %.0f/s\n",
-			sched, float64(last.expired)/secs, float64(last.swept)/secs)
+	} else if last.at > 0 {
+		fmt.Fprintf(&b, "ttl %s: the sweeper found %.0f expired keys/s and deleted %.0f/s\n", sched, x.ExpiredPerSec, x.SweptPerSec)
 	}
 	return b.String()
 }
