@@ -109,9 +109,9 @@ type SweepStats struct {
 	Expired int64 `json:"expired"`
 	Swept   int64 `json:"swept"`
 	Beaten  int64 `json:"beaten"`
-	// Flushes counts the memtable flushes the sweeper asked for, so that
-	// the write-ahead log of values since swept lets its space go: once
-	// the log outgrows a share of the tables' bytes (walbudget.go).
+	// Flushes counts the memtable flushes the sweeper asked for
+	// (Options.TrimWAL), so that the write-ahead log of values since
+	// swept lets its space go.
 	Flushes int64 `json:"flushes"`
 	// LastPass is when the last sweep ended (zero: none yet).
 	LastPass time.Time `json:"last_pass"`
@@ -196,7 +196,7 @@ func (s *sweeper) wrote(exp int64, logged int) {
 		default:
 		}
 	}
-	if s.logged.Add(int64(logged)) >= trimEvery {
+	if s.db.opts.TrimWAL && s.logged.Add(int64(logged)) >= trimEvery {
 		s.logged.Store(0)
 		select {
 		case s.trim <- struct{}{}:
@@ -292,7 +292,7 @@ func (s *sweeper) pass() (next int64, more bool, read, found int) {
 			next = b.next
 		}
 		if len(b.keys) > 0 {
-			if s.delete(b.keys) > 0 {
+			if s.delete(b.keys) > 0 && s.db.opts.TrimWAL {
 				s.trimWAL()
 			}
 			// At most sweepRate keys a second.

@@ -1,15 +1,16 @@
 package kv
 
-// A store whose keys expire writes values that the sweeper deletes seconds
-// later, and Pebble keeps each value's write in the write-ahead log until
-// its memtable flushes: with 64 MiB memtables (a machine of 2 GiB or more,
-// see tunePebble) a minute's sessions, long swept, sat in the log, and a
-// store of 10 MiB of live sessions held 28 MiB on the disk. So the sweeper
+// With Options.TrimWAL, a store whose keys expire keeps its write-ahead log
+// within a budget. Such a store writes values that the sweeper deletes
+// seconds later, and Pebble keeps each write in the log until its memtable
+// flushes: with 64 MiB memtables (a machine of 2 GiB or more, see
+// tunePebble) a minute's sessions, long swept, sat in the log, and a store
+// of 10 MiB of live sessions held 28 MiB on the disk. So the sweeper
 // flushes the memtable once the log outgrows a share of the store's tables
 // (walBudget), and the log's disk follows the live data rather than the
-// machine's memory. Stores without TTLs have no sweeper working and flush
-// as Pebble decides. The measurements are in cmd/kvbench's README ("Keys
-// that expire: login sessions").
+// machine's memory. It is off by default: the live keys are then read
+// from tables rather than the memtable, and the Gets' p99 rose by half or
+// more (cmd/kvbench's README, "Keys that expire: login sessions").
 const (
 	// walShare: the log is flushed past 1/walShare of the tables' bytes.
 	// Pebble keeps up to MemTableStopWritesThreshold+1 old logs to reuse

@@ -33,6 +33,7 @@ type config struct {
 	sync        bool   // fsync every write of the measured phases (never the load's)
 	noWarm      bool   // kv.Options.NoWarm: the caches do not warm themselves
 	noSweep     bool   // kv.Options.NoSweep: expired keys are not deleted in the background
+	trimWAL     bool   // kv.Options.TrimWAL: the sweeper keeps the write-ahead log within a share of the tables
 	admin       string // "" = no admin endpoint; validate makes it HOST:PORT (see adminAddr)
 
 	// workload is the --workload of old, hidden: it names the workload a
@@ -84,6 +85,8 @@ func (c *config) addFlags(fs *pflag.FlagSet) {
 		"in the background with the CPU the process leaves, the load's tables and, after each reopen, the hot set the load's store saved")
 	fs.BoolVar(&c.noSweep, "no-sweep", false, "turn the deletion of expired keys in the background off (kv.Options.NoSweep), "+
 		"to compare the ttl workload's Gets with and without the sweeper")
+	fs.BoolVar(&c.trimWAL, "trim-wal", false, "keep the write-ahead log of a store whose keys expire within a share of its tables (kv.Options.TrimWAL): "+
+		"the ttl workload's disk follows its live sessions, and its Gets read from tables rather than the memtable")
 	fs.BoolVar(&c.sync, "sync", false, "fsync every write of the measured phases (default off: writes are not synced, "+
 		"as in the YCSB comparison; a crash may lose the last writes). The load is never synced: it is flushed at its end")
 	fs.StringSliceVar(&c.Schedulers, "schedulers", slices.Clone(defaultSchedulers),

@@ -63,7 +63,7 @@ func TestConfig_Flags(t *testing.T) {
 		"--duration", "200ms", "--warmup", "0s", "--workers", "3",
 		"--clients", "2", "--scan-len", "10", "--schedulers", "fifo, mlfq,priority,",
 		"--seed", "42", "--json", "out.json", "--plot", "out.SVG", "-q",
-		"--max-tasks", "64", "--time-slice", "250us", "--row-cache", "0", "--sync", "--admin", ":7070")
+		"--max-tasks", "64", "--time-slice", "250us", "--row-cache", "0", "--sync", "--admin", ":7070", "--no-sweep", "--trim-wal")
 	require.NoError(t, err)
 	assert.Equal(t, "scan", w.Name())
 	assert.Equal(t, &config{
@@ -85,6 +85,8 @@ func TestConfig_Flags(t *testing.T) {
 		rowCache:  0,
 		sync:      true,
 		admin:     "127.0.0.1:7070",
+		noSweep:   true,
+		trimWAL:   true,
 	}, cfg)
 	assert.Equal(t, 3, cfg.resolvedWorkers())
 }

@@ -82,6 +82,7 @@ func (st *stores) options(scheduler string, load bool) *kv.Options {
 		NoSync:       !cfg.sync || load,
 		NoWarm:       cfg.noWarm,
 		NoSweep:      cfg.noSweep,
+		TrimWAL:      cfg.trimWAL,
 		Logger:       slog.New(slog.NewTextHandler(st.log, &slog.HandlerOptions{Level: slog.LevelError})),
 	}
 	if cfg.diskLatency > 0 && !load {
