@@ -175,9 +175,9 @@ type Options struct {
 	// a machine of 2 GiB or more), and the old logs Pebble keeps to
 	// reuse. With TrimWAL its disk follows its live data; the price is
 	// reads served from tables rather than the memtable, and more
-	// compaction (cmd/kvbench's README, "Keys that expire": disk 1.7–2.0×
-	// the live data instead of 2.7–2.8×, the Gets' service p99 1.7–2.1×
-	// higher). Without the sweeper (NoSweep) it does nothing.
+	// compaction, which is why it is off (the measurements are in
+	// cmd/kvbench's README, "Keys that expire"). Without the sweeper
+	// (NoSweep) it does nothing.
 	TrimWAL bool
 	// Clock is the time keys with a TTL expire by (SetWithTTL); nil =
 	// time.Now. Tests of code that uses TTLs can move it on rather than

@@ -292,7 +292,7 @@ func (s *sweeper) pass() (next int64, more bool, read, found int) {
 			next = b.next
 		}
 		if len(b.keys) > 0 {
-			if s.delete(b.keys) > 0 && s.db.opts.TrimWAL {
+			if s.delete(b.keys) > 0 {
 				s.trimWAL()
 			}
 			// At most sweepRate keys a second.
@@ -310,9 +310,12 @@ func (s *sweeper) pass() (next int64, more bool, read, found int) {
 	}
 }
 
-// trimWAL flushes the memtable when the write-ahead log outgrows its
-// budget (walbudget.go).
+// trimWAL flushes the memtable, with Options.TrimWAL, when the write-ahead
+// log outgrows its budget (walbudget.go).
 func (s *sweeper) trimWAL() {
+	if !s.db.opts.TrimWAL {
+		return
+	}
 	if f := s.db.trimWAL(s.flush); f != nil && f != s.flush {
 		s.flush = f
 		s.stats.flushes.Add(1)

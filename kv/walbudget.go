@@ -3,14 +3,12 @@ package kv
 // With Options.TrimWAL, a store whose keys expire keeps its write-ahead log
 // within a budget. Such a store writes values that the sweeper deletes
 // seconds later, and Pebble keeps each write in the log until its memtable
-// flushes: with 64 MiB memtables (a machine of 2 GiB or more, see
-// tunePebble) a minute's sessions, long swept, sat in the log, and a store
-// of 10 MiB of live sessions held 28 MiB on the disk. So the sweeper
-// flushes the memtable once the log outgrows a share of the store's tables
-// (walBudget), and the log's disk follows the live data rather than the
-// machine's memory. It is off by default: the live keys are then read
-// from tables rather than the memtable, and the Gets' p99 rose by half or
-// more (cmd/kvbench's README, "Keys that expire: login sessions").
+// flushes, so the log's disk follows the memtable's size (set by the
+// machine's memory, see tunePebble) rather than the live data. With the
+// option the sweeper flushes the memtable once the log outgrows a share of
+// the store's tables (walBudget). It is off by default because the live
+// keys are then read from tables rather than the memtable, which costs the
+// reads' tail (cmd/kvbench's README, "Keys that expire: login sessions").
 const (
 	// walShare: the log is flushed past 1/walShare of the tables' bytes.
 	// Pebble keeps up to MemTableStopWritesThreshold+1 old logs to reuse

@@ -144,19 +144,19 @@ type file struct {
 	vfs.File
 	h    *Health
 	kind kind
-	// A WAL's space is reserved a chunk ahead of its writes (walAhead):
+	// A WAL's space is reserved a chunk ahead of its writes (reserve):
 	// written is what Write has written, reserved the end of the space
 	// reserved, wanted the end Pebble asked for.
 	written, reserved, wanted int64
 }
 
 // WALChunk is how far ahead of its writes a WAL's space is reserved.
-// Pebble reserves 110% of a memtable at a log's first write (70 MiB with
-// 64 MiB memtables) and keeps up to MemTableStopWritesThreshold+1 old logs
-// to reuse, so a small store held most of half a gigabyte in reserved
-// blocks that its files' sizes do not show (cmd/kvbench's README, "Keys
-// that expire"). A chunk keeps the reservation's point, that a synced
-// append rarely allocates, at the cost of one fallocate per chunk.
+// Pebble asks for 110% of a memtable at a log's first write and keeps
+// several old logs to reuse, so a store's disk held that much per log,
+// however little it had written, in blocks its files' sizes do not show
+// (cmd/kvbench's README, "The store's Pebble settings"). A chunk keeps the
+// reservation's point, that a synced append rarely allocates, at the cost
+// of one fallocate per chunk.
 const WALChunk = 256 << 10
 
 func (f *file) Write(p []byte) (int, error) {
